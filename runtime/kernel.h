@@ -1,0 +1,83 @@
+// runtime/kernel.h — what a kernel is handed at run time, and a step of a plan.
+//
+// The planner (graph/) turns every graph node into a Step: a kernel function pointer plus
+// KernelArgs whose tensors already point into the arena, the mapped weights or the KV cache.
+// The executor (runtime/executor.h) only calls `run(args, begin, end)` over ranges of
+// `run_items` work units; it never allocates and never looks anything up by name.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "runtime/dtype.h"
+
+namespace graphrun {
+
+constexpr int kMaxRank = 4;
+constexpr int kMaxInputs = 5;
+
+// A tensor as a kernel sees it: row-major, shape outermost first, contiguous.
+//   x (n_tokens, n_embd): shape = {n_tokens, n_embd}, rank 2; x[t, i] at data + t * n_embd + i.
+struct TensorRef {
+    DType dtype = DType::F32;
+    int rank = 0;
+    std::array<int64_t, kMaxRank> shape{};
+    void* data = nullptr;
+
+    int64_t dim(int i) const { return shape[i < 0 ? rank + i : i]; }
+    int64_t cols() const { return rank ? shape[rank - 1] : 1; }  // innermost dimension
+    int64_t rows() const {                                      // product of all other dimensions
+        int64_t n = 1;
+        for (int i = 0; i + 1 < rank; ++i) n *= shape[i];
+        return n;
+    }
+    int64_t n_elements() const { return rows() * cols(); }
+    template <typename T> T* as() const { return static_cast<T*>(data); }
+};
+
+// Typed settings of an op, bound from the graph's attributes at plan time (not an opaque blob).
+// Each op reads only the fields it documents.
+struct OpParams {
+    float eps = 0.0f;        // rmsnorm
+    float rope_base = 0.0f;  // rope: theta_i = pos * base^(-2i/head_dim)
+    int n_head = 0;          // rope, attention
+    int n_head_kv = 0;       // attention (grouped-query: n_head / n_head_kv query heads share a kv head)
+    int head_dim = 0;        // rope, attention
+    int layer = -1;          // attention: which layer of the KV cache
+};
+
+// One layer of the KV cache, f32:
+//   k, v (n_ctx, n_head_kv * head_dim); the row for position p holds that token's keys/values.
+struct KvLayer {
+    float* k = nullptr;
+    float* v = nullptr;
+    int64_t n_ctx = 0;
+    int64_t row = 0;  // n_head_kv * head_dim
+};
+
+struct KernelArgs {
+    std::array<TensorRef, kMaxInputs> in{};
+    int n_in = 0;
+    TensorRef out;
+    OpParams params;
+    void* scratch = nullptr;  // planner-assigned arena bytes for the op's own temporaries
+    int64_t scratch_bytes = 0;
+    KvLayer kv;  // attention only
+};
+
+// A kernel runs work units [begin, end) of its op; units are rows, output columns or heads,
+// whatever the op documents. Kernels write only into args.out, args.scratch and args.kv.
+using KernelFn = void (*)(const KernelArgs& args, int64_t begin, int64_t end);
+
+struct Step {
+    std::string label;  // "blk.0.attn_q (matmul_f32)": for plan dumps and errors, not used while running
+    KernelFn prepare = nullptr;  // optional first phase (for example: quantize activations once)
+    int64_t prepare_items = 0;
+    KernelFn run = nullptr;
+    int64_t run_items = 0;
+    int64_t grain = 1;  // smallest range worth giving a thread
+    KernelArgs args;
+};
+
+}  // namespace graphrun
