@@ -1,0 +1,75 @@
+// graph/graph.h — a graph definition (models/*.json) bound to a model file's metadata.
+//
+// A graph file is data: a person edits models/llama.json and the plan changes. Loading happens
+// in two steps:
+//   load_graph_file(path)      JSON -> GraphFile: structure checked, nothing resolved yet
+//   bind_graph(file, metadata) symbols resolved from GGUF metadata, `repeat` blocks unrolled,
+//                              every input resolved to a graph input, a weight or an earlier node
+// Errors are GraphError and name the file, the node and the field: "models/llama.json: node
+// 'blk.0.q' (matmul): input 'attn_inn' is neither a node, a graph input nor a weight".
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/gguf.h"
+#include "runtime/kernel.h"
+
+namespace graphrun::graph {
+
+class GraphError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// The parsed file, kept as JSON text pieces until binding (symbols need the model).
+struct GraphFile {
+    std::string path;
+    std::string architecture;  // must equal the model's general.architecture
+    std::string json_text;     // whole file, parsed again at bind time (cheap, keeps one parser)
+};
+
+GraphFile load_graph_file(const std::string& path);
+GraphFile graph_file_from_string(std::string json_text, std::string name);  // for tests
+std::string default_graph_path();  // models/llama.json of this source tree
+
+// Where a node input comes from once bound.
+struct ValueRef {
+    enum class Kind { Input, Weight, Node } kind = Kind::Node;
+    int index = 0;  // into Graph::inputs, Graph::weights or Graph::nodes
+};
+
+struct GraphInput {
+    std::string name;  // "tokens", "positions": (n_tokens) i32, filled by the session before a run
+};
+
+struct GraphWeight {
+    std::string name;           // the GGUF tensor actually used
+    const GgufTensor* tensor;   // into the mapping
+};
+
+struct GraphNode {
+    std::string name;  // unique: "blk.3.q"; layer nodes get the "blk.N." prefix
+    std::string op;    // as written: "matmul", "rmsnorm", ...
+    std::vector<ValueRef> inputs;
+    OpParams params;
+    std::vector<std::string> attributes;  // which OpParams fields the graph set, for dumps and checks
+};
+
+// A bound graph: everything resolved, nodes in definition order (each refers only to earlier ones).
+struct Graph {
+    std::string source;  // graph file path, for messages
+    std::map<std::string, double> symbols;  // resolved sizes and constants, for the plan dump
+    std::vector<GraphInput> inputs;
+    std::vector<GraphWeight> weights;
+    std::vector<GraphNode> nodes;
+    std::vector<ValueRef> outputs;  // the first output is the logits
+};
+
+Graph bind_graph(const GraphFile& file, const GgufFile& model);
+
+}  // namespace graphrun::graph

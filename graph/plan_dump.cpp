@@ -1,0 +1,108 @@
+// graph/plan_dump.cpp — the plan as a person reads it (text) and as tools read it (JSON).
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/plan.h"
+
+namespace graphrun::graph {
+
+namespace {
+
+std::string with_commas(int64_t n) {
+    std::string digits = std::to_string(n), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+std::string where(const PlanTensor& t) {
+    if (t.kind == PlanTensor::Kind::Weight) return "weight";
+    return std::string(plan_tensor_kind_name(t.kind)) + "@" + std::to_string(t.offset);
+}
+
+std::string pad(std::string s, size_t width) {
+    if (s.size() < width) s.append(width - s.size(), ' ');
+    return s;
+}
+
+}  // namespace
+
+std::string dump_plan_text(const Plan& plan, const Graph& graph) {
+    std::string out = "plan of " + graph.source + " for " + std::to_string(plan.n_tokens) + " token(s): " +
+                      std::to_string(plan.steps.size()) + " steps\n";
+    out += "symbols:";
+    for (const auto& [name, value] : graph.symbols) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, " %s=%g", name.c_str(), value);
+        out += buf;
+    }
+    out += "\n\n" + pad("step", 6) + pad("kernel", 12) + pad("output", 22) + pad("dtype (shape)", 20) +
+           pad("offset", 10) + pad("bytes", 11) + "inputs\n";
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+        const PlanStep& step = plan.steps[s];
+        const PlanTensor& o = plan.tensors[step.output];
+        std::string line = pad(std::to_string(s), 6) + pad(step.op->name, 12) + pad(o.name, 22) +
+                           pad(o.desc.str(), 20) + pad(std::to_string(o.offset), 10) + pad(with_commas(o.bytes), 11);
+        for (size_t i = 0; i < step.inputs.size(); ++i) {
+            const PlanTensor& in = plan.tensors[step.inputs[i]];
+            line += (i ? ", " : "") + in.name + " " + in.desc.str() + " " + where(in);
+        }
+        if (step.scratch >= 0) {
+            const PlanTensor& sc = plan.tensors[step.scratch];
+            line += "; scratch " + with_commas(sc.bytes) + " bytes @" + std::to_string(sc.offset);
+        }
+        if (o.reuses >= 0) line += "; in place of " + plan.tensors[o.reuses].name;
+        out += line + "\n";
+    }
+    const double ratio = plan.arena_bytes ? double(plan.naive_bytes) / double(plan.arena_bytes) : 0.0;
+    char ratio_text[32];
+    std::snprintf(ratio_text, sizeof ratio_text, "%.1fx", ratio);
+    out += "\ntotals\n";
+    out += "  arena peak       " + with_commas(plan.arena_bytes) + " bytes (naive sum of intermediates " +
+           with_commas(plan.naive_bytes) + " bytes, " + ratio_text + " larger)\n";
+    out += "  KV cache         " + with_commas(plan.kv.bytes()) + " bytes (" + std::to_string(plan.kv.n_layer) +
+           " layers x " + std::to_string(plan.kv.n_ctx) + " positions x " + std::to_string(plan.kv.row) +
+           " floats, keys and values)\n";
+    out += "  weights mapped   " + with_commas(plan.weight_bytes) + " bytes\n";
+    return out;
+}
+
+std::string dump_plan_json(const Plan& plan, const Graph& graph) {
+    using Json = nlohmann::ordered_json;
+    auto tensor_json = [&](int id) {
+        const PlanTensor& t = plan.tensors[id];
+        Json j = {{"name", t.name}, {"kind", plan_tensor_kind_name(t.kind)}, {"dtype", dtype_name(t.desc.dtype)},
+                  {"shape", t.desc.shape}, {"bytes", t.bytes}};
+        if (t.kind != PlanTensor::Kind::Weight) {
+            j["offset"] = t.offset;
+            j["lifetime"] = {t.first_step, t.last_step};
+        }
+        if (t.reuses >= 0) j["in_place_of"] = plan.tensors[t.reuses].name;
+        return j;
+    };
+    Json steps = Json::array();
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+        const PlanStep& step = plan.steps[s];
+        Json inputs = Json::array();
+        for (int id : step.inputs) inputs.push_back(tensor_json(id));
+        Json j = {{"index", s}, {"node", graph.nodes[step.node].name}, {"op", graph.nodes[step.node].op},
+                  {"kernel", step.op->name}, {"output", tensor_json(step.output)}, {"inputs", inputs}};
+        if (step.scratch >= 0) j["scratch"] = tensor_json(step.scratch);
+        steps.push_back(std::move(j));
+    }
+    Json root = {{"graph", graph.source},
+                 {"n_tokens", plan.n_tokens},
+                 {"symbols", graph.symbols},
+                 {"steps", steps},
+                 {"arena_bytes", plan.arena_bytes},
+                 {"naive_bytes", plan.naive_bytes},
+                 {"kv_cache_bytes", plan.kv.bytes()},
+                 {"kv_cache", {{"layers", plan.kv.n_layer}, {"n_ctx", plan.kv.n_ctx}, {"row", plan.kv.row}}},
+                 {"weight_bytes", plan.weight_bytes}};
+    return root.dump(2) + "\n";
+}
+
+}  // namespace graphrun::graph

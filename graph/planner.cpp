@@ -1,0 +1,172 @@
+// graph/planner.cpp — from a bound graph to a plan: kernels, shapes, lifetimes, KV cache.
+#include <algorithm>
+
+#include "graph/plan.h"
+
+namespace graphrun::graph {
+
+const char* plan_tensor_kind_name(PlanTensor::Kind kind) {
+    switch (kind) {
+        case PlanTensor::Kind::Input: return "input";
+        case PlanTensor::Kind::Weight: return "weight";
+        case PlanTensor::Kind::Intermediate: return "arena";
+        case PlanTensor::Kind::Scratch: return "scratch";
+    }
+    return "?";
+}
+
+namespace {
+
+int add_tensor(Plan& plan, PlanTensor tensor) {
+    tensor.bytes = tensor.desc.nbytes();
+    plan.tensors.push_back(std::move(tensor));
+    return int(plan.tensors.size()) - 1;
+}
+
+// The KV cache the attention steps need: one layer per distinct `layer`, rows of n_head_kv*head_dim.
+KvCacheSpec kv_cache_spec(const Plan& plan, const Graph& graph, int64_t n_ctx) {
+    KvCacheSpec kv;
+    kv.n_ctx = n_ctx;
+    for (const PlanStep& step : plan.steps) {
+        if (step.params.layer < 0) continue;
+        const int64_t row = int64_t(step.params.n_head_kv) * step.params.head_dim;
+        const ops::NodeInfo info{graph.nodes[step.node].name, graph.nodes[step.node].op, {}, step.params};
+        if (kv.row != 0 && row != kv.row)
+            throw ops::PlanError(info, "KV rows of " + std::to_string(row) + " floats, other layers use " +
+                                           std::to_string(kv.row));
+        kv.row = row;
+        kv.n_layer = std::max<int64_t>(kv.n_layer, step.params.layer + 1);
+    }
+    return kv;
+}
+
+}  // namespace
+
+Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
+    if (n_tokens < 1) throw ops::PlanError("plan: a batch needs at least one token");
+    Plan plan;
+    plan.n_tokens = n_tokens;
+
+    // Graph inputs: (n_tokens) i32 each, written by the session before every run.
+    for (const GraphInput& input : graph.inputs) {
+        plan.input_tensors.push_back(add_tensor(
+            plan, {input.name, {DType::I32, {n_tokens}}, PlanTensor::Kind::Input}));
+    }
+    std::vector<int> weight_tensor(graph.weights.size(), -1);
+    std::vector<int> node_tensor(graph.nodes.size(), -1);
+
+    auto tensor_of = [&](const ValueRef& ref) {
+        switch (ref.kind) {
+            case ValueRef::Kind::Input: return plan.input_tensors[ref.index];
+            case ValueRef::Kind::Node: return node_tensor[ref.index];
+            case ValueRef::Kind::Weight: break;
+        }
+        int& id = weight_tensor[ref.index];
+        if (id < 0) {
+            const GgufTensor& w = *graph.weights[ref.index].tensor;
+            PlanTensor t{w.name, {w.type, w.shape()}, PlanTensor::Kind::Weight};
+            t.weight_data = w.data;
+            id = add_tensor(plan, std::move(t));
+            plan.weight_bytes += int64_t(w.nbytes);
+        }
+        return id;
+    };
+
+    // Nodes are bound in definition order and refer only to earlier ones: that order is topological.
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+        const GraphNode& node = graph.nodes[n];
+        ops::NodeInfo info{node.name, node.op, {}, node.params};
+        PlanStep step;
+        step.node = int(n);
+        step.params = node.params;
+        for (const ValueRef& ref : node.inputs) {
+            step.inputs.push_back(tensor_of(ref));
+            info.inputs.push_back(plan.tensors[step.inputs.back()].desc);
+        }
+        step.op = &ops::choose_kernel(info);
+        if (int(info.inputs.size()) != step.op->n_inputs)
+            throw ops::PlanError(info, "expects " + std::to_string(step.op->n_inputs) + " inputs, got " +
+                                           std::to_string(info.inputs.size()));
+        const int step_index = int(plan.steps.size());
+        PlanTensor out{node.name, step.op->infer(info), PlanTensor::Kind::Intermediate};
+        out.first_step = out.last_step = step_index;
+        step.output = node_tensor[n] = add_tensor(plan, std::move(out));
+        if (step.op->scratch_bytes) {
+            const int64_t bytes = step.op->scratch_bytes(info);
+            if (bytes > 0) {
+                PlanTensor scratch{node.name + ".scratch", {DType::I32, {}}, PlanTensor::Kind::Scratch};
+                scratch.first_step = scratch.last_step = step_index;
+                step.scratch = add_tensor(plan, std::move(scratch));
+                plan.tensors[step.scratch].bytes = bytes;
+                plan.tensors[step.scratch].desc = {DType::F32, {}};  // raw bytes; the dump shows the size
+            }
+        }
+        for (int input : step.inputs) {
+            PlanTensor& t = plan.tensors[input];
+            t.last_step = std::max(t.last_step, step_index);
+        }
+        plan.steps.push_back(std::move(step));
+    }
+
+    // Outputs stay alive to the end: the session reads them after the run.
+    const int end = int(plan.steps.size());
+    for (const ValueRef& ref : graph.outputs) {
+        const int id = node_tensor[ref.index];
+        plan.tensors[id].last_step = end;
+        plan.output_tensors.push_back(id);
+    }
+
+    // In-place: an op that allows it writes over input 0 when that input dies at this very step.
+    for (int s = 0; s < end; ++s) {
+        PlanStep& step = plan.steps[s];
+        if (!step.op->in_place || step.inputs.empty()) continue;
+        const PlanTensor& in = plan.tensors[step.inputs[0]];
+        PlanTensor& out = plan.tensors[step.output];
+        if (in.kind == PlanTensor::Kind::Intermediate && in.last_step == s && in.bytes == out.bytes)
+            out.reuses = step.inputs[0];
+    }
+
+    for (const PlanTensor& t : plan.tensors)
+        if (t.kind != PlanTensor::Kind::Weight) plan.naive_bytes += t.bytes;
+    plan.kv = kv_cache_spec(plan, graph, n_ctx);
+    assign_arena_offsets(plan);
+    verify_plan(plan);
+    return plan;
+}
+
+std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, KvCache& kv) {
+    auto ref = [&](int id) {
+        const PlanTensor& t = plan.tensors[id];
+        TensorRef r;
+        r.dtype = t.desc.dtype;
+        r.rank = int(t.desc.shape.size());
+        for (int i = 0; i < r.rank; ++i) r.shape[i] = t.desc.shape[i];
+        r.data = t.kind == PlanTensor::Kind::Weight ? const_cast<void*>(t.weight_data) : arena + t.offset;
+        return r;
+    };
+    std::vector<Step> steps;
+    steps.reserve(plan.steps.size());
+    for (const PlanStep& ps : plan.steps) {
+        Step step;
+        step.label = plan.tensors[ps.output].name + " (" + ps.op->name + ")";
+        KernelArgs& args = step.args;
+        args.n_in = int(ps.inputs.size());
+        for (int i = 0; i < args.n_in; ++i) args.in[i] = ref(ps.inputs[i]);
+        args.out = ref(ps.output);
+        args.params = ps.params;
+        if (ps.scratch >= 0) {
+            args.scratch = arena + plan.tensors[ps.scratch].offset;
+            args.scratch_bytes = plan.tensors[ps.scratch].bytes;
+        }
+        if (ps.params.layer >= 0) args.kv = kv.layer(ps.params.layer);
+        step.run = ps.op->run;
+        step.run_items = ps.op->work_items(args);
+        step.grain = ps.op->grain;
+        step.prepare = ps.op->prepare;
+        step.prepare_items = ps.op->prepare_items ? ps.op->prepare_items(args) : 0;
+        steps.push_back(std::move(step));
+    }
+    return steps;
+}
+
+}  // namespace graphrun::graph

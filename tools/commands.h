@@ -1,0 +1,15 @@
+// tools/commands.h — the subcommands of the `graphrun` executable.
+// Each register_* adds its options and a callback to the app; errors are thrown as exceptions
+// and main prints them as one line on stderr.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace graphrun::tools {
+
+// The default command (no subcommand): plan and run a graph on a model, print tokens or text.
+void register_generate(CLI::App& app);
+void register_inspect(CLI::App& app);
+void register_make_model(CLI::App& app);
+
+}  // namespace graphrun::tools
