@@ -44,7 +44,7 @@ struct GgufValue {
     uint64_t u = 0;                     // U8..U64, BOOL
     double f = 0;                       // F32, F64
     std::string s;                      // STRING
-    std::vector<GgufValue> array;       // ARRAY (elements never of type ARRAY in files we accept... see reader)
+    std::vector<GgufValue> array;       // ARRAY; elements may themselves be arrays (nesting is bounded)
 
     bool is_integer() const;
     bool is_float() const { return type == GgufType::F32 || type == GgufType::F64; }
@@ -54,10 +54,16 @@ struct GgufValue {
     const std::string& as_string(std::string_view what) const;
     const std::vector<GgufValue>& as_array(std::string_view what) const;
 
+    static GgufValue make_u8(uint8_t v);
+    static GgufValue make_i8(int8_t v);
+    static GgufValue make_u16(uint16_t v);
+    static GgufValue make_i16(int16_t v);
     static GgufValue make_u32(uint32_t v);
     static GgufValue make_i32(int32_t v);
     static GgufValue make_u64(uint64_t v);
+    static GgufValue make_i64(int64_t v);
     static GgufValue make_f32(float v);
+    static GgufValue make_f64(double v);
     static GgufValue make_bool(bool v);
     static GgufValue make_string(std::string v);
     static GgufValue make_array(GgufType elem_type, std::vector<GgufValue> elems);

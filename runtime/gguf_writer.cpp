@@ -1,0 +1,216 @@
+// runtime/gguf_writer.cpp — writes GGUF v3 files that llama.cpp and GgufFile both accept.
+//
+// Layout: header, key/value pairs in insertion order, tensor infos, zero padding to the
+// alignment, then each tensor's bytes padded to the alignment (as ggml pads them). The file is
+// written beside its destination and renamed into place, so a failed write never leaves a
+// half-written model under the real name.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "runtime/gguf.h"
+
+namespace graphrun {
+
+namespace {
+
+constexpr uint64_t kDefaultAlignment = 32;
+
+uint64_t align_up(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+// Serialises into memory; values are checked against their declared type on the way.
+class ByteSink {
+public:
+    template <class T>
+    void put(T v) {
+        const auto* p = reinterpret_cast<const uint8_t*>(&v);
+        bytes.insert(bytes.end(), p, p + sizeof v);
+    }
+    void put_string(const std::string& s) {
+        put<uint64_t>(s.size());
+        bytes.insert(bytes.end(), s.begin(), s.end());
+    }
+    void pad_to(uint64_t alignment) { bytes.resize(align_up(bytes.size(), alignment), 0); }
+
+    std::vector<uint8_t> bytes;
+};
+
+template <class T>
+T checked_unsigned(const GgufValue& v, const std::string& key) {
+    if (v.u > std::numeric_limits<T>::max())
+        throw GgufError("key '" + key + "': value " + std::to_string(v.u) + " does not fit in " +
+                        gguf_type_name(v.type));
+    return T(v.u);
+}
+
+template <class T>
+T checked_signed(const GgufValue& v, const std::string& key) {
+    if (v.i < std::numeric_limits<T>::min() || v.i > std::numeric_limits<T>::max())
+        throw GgufError("key '" + key + "': value " + std::to_string(v.i) + " does not fit in " +
+                        gguf_type_name(v.type));
+    return T(v.i);
+}
+
+void put_value(ByteSink& out, const GgufValue& v, const std::string& key) {
+    switch (v.type) {
+        case GgufType::U8: out.put(checked_unsigned<uint8_t>(v, key)); return;
+        case GgufType::U16: out.put(checked_unsigned<uint16_t>(v, key)); return;
+        case GgufType::U32: out.put(checked_unsigned<uint32_t>(v, key)); return;
+        case GgufType::U64: out.put(v.u); return;
+        case GgufType::I8: out.put(checked_signed<int8_t>(v, key)); return;
+        case GgufType::I16: out.put(checked_signed<int16_t>(v, key)); return;
+        case GgufType::I32: out.put(checked_signed<int32_t>(v, key)); return;
+        case GgufType::I64: out.put(v.i); return;
+        case GgufType::F32: out.put(float(v.f)); return;
+        case GgufType::F64: out.put(v.f); return;
+        case GgufType::BOOL: out.put(uint8_t(v.u != 0)); return;
+        case GgufType::STRING: out.put_string(v.s); return;
+        case GgufType::ARRAY:
+            out.put(static_cast<uint32_t>(v.elem_type));
+            out.put<uint64_t>(v.array.size());
+            for (size_t k = 0; k < v.array.size(); ++k) {
+                if (v.array[k].type != v.elem_type)
+                    throw GgufError("key '" + key + "': array element " + std::to_string(k) + " has type " +
+                                    gguf_type_name(v.array[k].type) + ", the array holds " +
+                                    gguf_type_name(v.elem_type));
+                put_value(out, v.array[k], key);
+            }
+            return;
+    }
+    throw GgufError("key '" + key + "': unknown value type " + std::to_string(uint32_t(v.type)));
+}
+
+std::string ne_string(const std::vector<int64_t>& ne) {
+    std::string s = "[";
+    for (size_t d = 0; d < ne.size(); ++d) s += (d ? ", " : "") + std::to_string(ne[d]);
+    return s + "]";
+}
+
+// Writes the parts, in order, to `path` via a temporary file in the same directory, then renames.
+void write_file_atomically(const std::string& path, const std::vector<const std::vector<uint8_t>*>& parts) {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw GgufError(path + ": cannot create " + tmp + ": " + std::strerror(errno));
+    bool ok = true;
+    for (const auto* part : parts)
+        if (ok && !part->empty()) ok = std::fwrite(part->data(), 1, part->size(), f) == part->size();
+    int err = ok ? 0 : errno;
+    if (std::fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok) {
+        std::remove(tmp.c_str());
+        throw GgufError(path + ": write failed: " + std::strerror(err));
+    }
+}
+
+}  // namespace
+
+void GgufWriter::set(std::string key, GgufValue value) {
+    for (auto& [k, v] : kv_)
+        if (k == key) {
+            v = std::move(value);
+            return;
+        }
+    kv_.emplace_back(std::move(key), std::move(value));
+}
+
+void GgufWriter::set_strings(std::string key, const std::vector<std::string>& v) {
+    std::vector<GgufValue> elems;
+    elems.reserve(v.size());
+    for (const std::string& s : v) elems.push_back(GgufValue::make_string(s));
+    set(std::move(key), GgufValue::make_array(GgufType::STRING, std::move(elems)));
+}
+
+void GgufWriter::set_f32s(std::string key, const std::vector<float>& v) {
+    std::vector<GgufValue> elems;
+    elems.reserve(v.size());
+    for (float x : v) elems.push_back(GgufValue::make_f32(x));
+    set(std::move(key), GgufValue::make_array(GgufType::F32, std::move(elems)));
+}
+
+void GgufWriter::set_i32s(std::string key, const std::vector<int32_t>& v) {
+    std::vector<GgufValue> elems;
+    elems.reserve(v.size());
+    for (int32_t x : v) elems.push_back(GgufValue::make_i32(x));
+    set(std::move(key), GgufValue::make_array(GgufType::I32, std::move(elems)));
+}
+
+void GgufWriter::add_tensor(std::string name, DType type, std::vector<int64_t> ne, const void* data,
+                            size_t nbytes) {
+    const std::string what = "GGUF tensor '" + name + "'";
+    for (const PendingTensor& t : tensors_)
+        if (t.name == name) throw GgufError(what + " is added twice");
+    if (type == DType::I32) throw GgufError(what + ": graphrun writes only F32, F16, Q8_0 and Q4_0 tensors");
+    if (ne.empty() || ne.size() > 4)
+        throw GgufError(what + " has " + std::to_string(ne.size()) + " dimensions, expected 1 to 4");
+    const DTypeTraits& traits = dtype_traits(type);
+    int64_t n = 1;
+    for (int64_t d : ne)
+        if (d < 1 || __builtin_mul_overflow(n, d, &n)) throw GgufError(what + " has a bad shape ne " + ne_string(ne));
+    if (ne[0] % traits.block_size != 0)
+        throw GgufError(what + " has rows of " + std::to_string(ne[0]) + " elements, not a multiple of the " +
+                        traits.name + " block size " + std::to_string(traits.block_size));
+    const uint64_t expected = uint64_t(n / traits.block_size) * uint64_t(traits.block_bytes);
+    if (nbytes != expected)
+        throw GgufError(what + " is given " + std::to_string(nbytes) + " bytes, but " + traits.name + " ne " +
+                        ne_string(ne) + " needs " + std::to_string(expected));
+    const auto* p = static_cast<const uint8_t*>(data);
+    tensors_.push_back({std::move(name), type, std::move(ne), std::vector<uint8_t>(p, p + nbytes)});
+}
+
+void GgufWriter::write(const std::string& path) const {
+    uint64_t alignment = kDefaultAlignment;
+    for (const auto& [key, value] : kv_)
+        if (key == "general.alignment") {
+            if (value.type != GgufType::U32 || value.u == 0 || (value.u & (value.u - 1)) != 0)
+                throw GgufError(path + ": general.alignment must be a u32 nonzero power of two");
+            alignment = value.u;
+        }
+
+    ByteSink head;
+    head.put<uint32_t>(0x46554747);  // "GGUF" read as a little-endian u32
+    head.put<uint32_t>(3);
+    head.put<uint64_t>(tensors_.size());
+    head.put<uint64_t>(kv_.size());
+    for (const auto& [key, value] : kv_) {
+        head.put_string(key);
+        head.put(static_cast<uint32_t>(value.type));
+        try {
+            put_value(head, value, key);
+        } catch (const GgufError& e) {
+            throw GgufError(path + ": " + e.what());
+        }
+    }
+    uint64_t offset = 0;
+    for (const PendingTensor& t : tensors_) {
+        head.put_string(t.name);
+        head.put<uint32_t>(uint32_t(t.ne.size()));
+        for (int64_t d : t.ne) head.put<uint64_t>(uint64_t(d));
+        head.put<uint32_t>(dtype_traits(t.type).ggml_type);
+        head.put<uint64_t>(offset);
+        offset = align_up(offset + t.bytes.size(), alignment);
+    }
+    head.pad_to(alignment);
+
+    // Each tensor is followed by zeros up to the next aligned offset.
+    std::vector<std::vector<uint8_t>> padding;
+    padding.reserve(tensors_.size());
+    std::vector<const std::vector<uint8_t>*> parts = {&head.bytes};
+    for (const PendingTensor& t : tensors_) {
+        padding.emplace_back(align_up(t.bytes.size(), alignment) - t.bytes.size(), 0);
+        parts.push_back(&t.bytes);
+        parts.push_back(&padding.back());
+    }
+    write_file_atomically(path, parts);
+}
+
+}  // namespace graphrun
