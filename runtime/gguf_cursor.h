@@ -13,10 +13,11 @@
 
 namespace graphrun {
 
-static_assert(std::endian::native == std::endian::little, "GGUF is little-endian; so is every host we run on");
+static_assert(std::endian::native == std::endian::little,
+              "GGUF is little-endian; so is every host we run on");
 
 class GgufCursor {
-public:
+  public:
     GgufCursor(const std::string& path, const uint8_t* data, uint64_t size)
         : path_(path), data_(data), size_(size) {}
 
@@ -55,15 +56,15 @@ public:
         const uint64_t at = pos_;
         const uint64_t length = read<uint64_t>();
         if (length > remaining())
-            fail("string of " + std::to_string(length) + " bytes in " + item_ + " runs past the end of the file (" +
-                     std::to_string(remaining()) + " bytes left)",
+            fail("string of " + std::to_string(length) + " bytes in " + item_ +
+                     " runs past the end of the file (" + std::to_string(remaining()) + " bytes left)",
                  at);
         std::string s(reinterpret_cast<const char*>(data_ + pos_), length);
         pos_ += length;
         return s;
     }
 
-private:
+  private:
     const std::string& path_;
     const uint8_t* data_;
     uint64_t size_;

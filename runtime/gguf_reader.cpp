@@ -23,10 +23,12 @@ namespace {
 
 // Nested arrays are legal GGUF, but nothing real nests deeply; the bound keeps recursion shallow.
 constexpr int kMaxArrayDepth = 8;
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // empty key, type, smallest value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;                  // empty key, type, smallest value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // empty name, n_dims, ne[0], type, offset
 
-bool valid_type(uint32_t type) { return type <= static_cast<uint32_t>(GgufType::F64); }
+bool valid_type(uint32_t type) {
+    return type <= static_cast<uint32_t>(GgufType::F64);
+}
 
 // The fewest bytes one value of `type` can take, to bound array counts before allocating.
 uint64_t min_value_bytes(GgufType type) {
@@ -53,12 +55,14 @@ uint64_t min_value_bytes(GgufType type) {
     return 1;
 }
 
-std::string quoted(const std::string& name) { return "'" + name + "'"; }
+std::string quoted(const std::string& name) {
+    return "'" + name + "'";
+}
 
 }  // namespace
 
 class GgufReader {
-public:
+  public:
     GgufReader(GgufFile& file) : f_(file), c_(file.path_, file.map_, file.size_) {}
 
     void parse() {
@@ -69,7 +73,7 @@ public:
         place_tensor_data(offset_at);
     }
 
-private:
+  private:
     void read_header() {
         if (c_.size() < 4 || std::memcmp(f_.map_, "GGUF", 4) != 0)
             c_.fail("not a GGUF file (it does not start with the magic \"GGUF\")", 0);
@@ -102,8 +106,7 @@ private:
         if (f_.kv_index_.count(key)) c_.fail("duplicate " + item, key_at);
         const uint64_t type_at = c_.pos();
         const uint32_t type = c_.read<uint32_t>();
-        if (!valid_type(type))
-            c_.fail(item + " has unknown value type " + std::to_string(type), type_at);
+        if (!valid_type(type)) c_.fail(item + " has unknown value type " + std::to_string(type), type_at);
         const uint64_t value_at = c_.pos();
         GgufValue value = read_value(static_cast<GgufType>(type), 0, item);
         if (key == "general.alignment") check_alignment(value, value_at);
@@ -115,24 +118,49 @@ private:
         GgufValue v;
         v.type = type;
         switch (type) {
-            case GgufType::U8: v.u = c_.read<uint8_t>(); break;
-            case GgufType::U16: v.u = c_.read<uint16_t>(); break;
-            case GgufType::U32: v.u = c_.read<uint32_t>(); break;
-            case GgufType::U64: v.u = c_.read<uint64_t>(); break;
-            case GgufType::I8: v.i = c_.read<int8_t>(); break;
-            case GgufType::I16: v.i = c_.read<int16_t>(); break;
-            case GgufType::I32: v.i = c_.read<int32_t>(); break;
-            case GgufType::I64: v.i = c_.read<int64_t>(); break;
-            case GgufType::F32: v.f = c_.read<float>(); break;
-            case GgufType::F64: v.f = c_.read<double>(); break;
+            case GgufType::U8:
+                v.u = c_.read<uint8_t>();
+                break;
+            case GgufType::U16:
+                v.u = c_.read<uint16_t>();
+                break;
+            case GgufType::U32:
+                v.u = c_.read<uint32_t>();
+                break;
+            case GgufType::U64:
+                v.u = c_.read<uint64_t>();
+                break;
+            case GgufType::I8:
+                v.i = c_.read<int8_t>();
+                break;
+            case GgufType::I16:
+                v.i = c_.read<int16_t>();
+                break;
+            case GgufType::I32:
+                v.i = c_.read<int32_t>();
+                break;
+            case GgufType::I64:
+                v.i = c_.read<int64_t>();
+                break;
+            case GgufType::F32:
+                v.f = c_.read<float>();
+                break;
+            case GgufType::F64:
+                v.f = c_.read<double>();
+                break;
             case GgufType::BOOL: {
                 const uint64_t at = c_.pos();
                 v.u = c_.read<uint8_t>();
-                if (v.u > 1) c_.fail(item + " has a bool byte " + std::to_string(v.u) + ", expected 0 or 1", at);
+                if (v.u > 1)
+                    c_.fail(item + " has a bool byte " + std::to_string(v.u) + ", expected 0 or 1", at);
                 break;
             }
-            case GgufType::STRING: v.s = c_.read_string(); break;
-            case GgufType::ARRAY: read_array(v, depth, item); break;
+            case GgufType::STRING:
+                v.s = c_.read_string();
+                break;
+            case GgufType::ARRAY:
+                read_array(v, depth, item);
+                break;
         }
         return v;
     }
@@ -161,8 +189,9 @@ private:
                         ", expected u32",
                     at);
         if (value.u == 0 || (value.u & (value.u - 1)) != 0)
-            c_.fail("key 'general.alignment' is " + std::to_string(value.u) + ", expected a nonzero power of two",
-                    at);
+            c_.fail(
+                "key 'general.alignment' is " + std::to_string(value.u) + ", expected a nonzero power of two",
+                at);
         f_.alignment_ = value.u;
     }
 
@@ -235,9 +264,10 @@ private:
         for (size_t k = 0; k < f_.tensors_.size(); ++k) {
             GgufTensor& t = f_.tensors_[k];
             if (t.offset > data_bytes || t.nbytes > data_bytes - t.offset)
-                c_.fail("tensor " + quoted(t.name) + " needs " + std::to_string(t.nbytes) + " bytes at data offset " +
-                            std::to_string(t.offset) + ", but the data section (from byte " +
-                            std::to_string(f_.data_offset_) + ") has only " + std::to_string(data_bytes) + " bytes",
+                c_.fail("tensor " + quoted(t.name) + " needs " + std::to_string(t.nbytes) +
+                            " bytes at data offset " + std::to_string(t.offset) +
+                            ", but the data section (from byte " + std::to_string(f_.data_offset_) +
+                            ") has only " + std::to_string(data_bytes) + " bytes",
                         offset_at[k]);
             t.data = f_.map_ + f_.data_offset_ + t.offset;
         }
@@ -249,9 +279,9 @@ private:
             const GgufTensor& prev = f_.tensors_[order[k - 1]];
             const GgufTensor& cur = f_.tensors_[order[k]];
             if (prev.offset + prev.nbytes > cur.offset)
-                c_.fail("tensor " + quoted(cur.name) + " overlaps tensor " + quoted(prev.name) + " (offsets " +
-                            std::to_string(prev.offset) + " + " + std::to_string(prev.nbytes) + " bytes > " +
-                            std::to_string(cur.offset) + ")",
+                c_.fail("tensor " + quoted(cur.name) + " overlaps tensor " + quoted(prev.name) +
+                            " (offsets " + std::to_string(prev.offset) + " + " + std::to_string(prev.nbytes) +
+                            " bytes > " + std::to_string(cur.offset) + ")",
                         offset_at[order[k]]);
         }
     }
@@ -275,12 +305,15 @@ std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
     file->size_ = uint64_t(st.st_size);
     if (file->size_ < 4) {
         ::close(fd);
-        throw GgufError(path + ": not a GGUF file (only " + std::to_string(file->size_) + " bytes) at byte 0");
+        throw GgufError(path + ": not a GGUF file (only " + std::to_string(file->size_) +
+                        " bytes) at byte 0");
     }
     void* map = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     const int err = errno;
     ::close(fd);  // the mapping keeps the file alive
-    if (map == MAP_FAILED) throw GgufError(path + ": cannot map " + std::to_string(file->size_) + " bytes: " + std::strerror(err));
+    if (map == MAP_FAILED)
+        throw GgufError(path + ": cannot map " + std::to_string(file->size_) +
+                        " bytes: " + std::strerror(err));
     file->map_ = static_cast<const uint8_t*>(map);
     GgufReader(*file).parse();  // on error, `file` unmaps as it goes out of scope
     return file;
@@ -322,7 +355,9 @@ const GgufValue& require(const GgufFile& f, std::string_view key) {
 
 }  // namespace
 
-int64_t GgufFile::get_int(std::string_view key) const { return require(*this, key).as_int(key_what(path_, key)); }
+int64_t GgufFile::get_int(std::string_view key) const {
+    return require(*this, key).as_int(key_what(path_, key));
+}
 
 double GgufFile::get_float(std::string_view key) const {
     return require(*this, key).as_float(key_what(path_, key));

@@ -8,7 +8,7 @@ namespace graphrun {
 
 namespace {
 
-constexpr std::array<const char*, 13> kTypeNames = {"u8",  "i8",    "u16",   "i16", "u32", "i32", "f32",
+constexpr std::array<const char*, 13> kTypeNames = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                                     "bool", "string", "array", "u64", "i64", "f64"};
 
 // "string", or "array of u32" so a mismatch says what the array held.
@@ -96,15 +96,33 @@ const std::vector<GgufValue>& GgufValue::as_array(std::string_view what) const {
     return array;
 }
 
-GgufValue GgufValue::make_u8(uint8_t v) { return make_unsigned(GgufType::U8, v); }
-GgufValue GgufValue::make_u16(uint16_t v) { return make_unsigned(GgufType::U16, v); }
-GgufValue GgufValue::make_u32(uint32_t v) { return make_unsigned(GgufType::U32, v); }
-GgufValue GgufValue::make_u64(uint64_t v) { return make_unsigned(GgufType::U64, v); }
-GgufValue GgufValue::make_bool(bool v) { return make_unsigned(GgufType::BOOL, v ? 1 : 0); }
-GgufValue GgufValue::make_i8(int8_t v) { return make_signed(GgufType::I8, v); }
-GgufValue GgufValue::make_i16(int16_t v) { return make_signed(GgufType::I16, v); }
-GgufValue GgufValue::make_i32(int32_t v) { return make_signed(GgufType::I32, v); }
-GgufValue GgufValue::make_i64(int64_t v) { return make_signed(GgufType::I64, v); }
+GgufValue GgufValue::make_u8(uint8_t v) {
+    return make_unsigned(GgufType::U8, v);
+}
+GgufValue GgufValue::make_u16(uint16_t v) {
+    return make_unsigned(GgufType::U16, v);
+}
+GgufValue GgufValue::make_u32(uint32_t v) {
+    return make_unsigned(GgufType::U32, v);
+}
+GgufValue GgufValue::make_u64(uint64_t v) {
+    return make_unsigned(GgufType::U64, v);
+}
+GgufValue GgufValue::make_bool(bool v) {
+    return make_unsigned(GgufType::BOOL, v ? 1 : 0);
+}
+GgufValue GgufValue::make_i8(int8_t v) {
+    return make_signed(GgufType::I8, v);
+}
+GgufValue GgufValue::make_i16(int16_t v) {
+    return make_signed(GgufType::I16, v);
+}
+GgufValue GgufValue::make_i32(int32_t v) {
+    return make_signed(GgufType::I32, v);
+}
+GgufValue GgufValue::make_i64(int64_t v) {
+    return make_signed(GgufType::I64, v);
+}
 
 GgufValue GgufValue::make_f32(float v) {
     GgufValue value;

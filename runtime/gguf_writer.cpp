@@ -19,11 +19,13 @@ namespace {
 
 constexpr uint64_t kDefaultAlignment = 32;
 
-uint64_t align_up(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+uint64_t align_up(uint64_t n, uint64_t alignment) {
+    return (n + alignment - 1) / alignment * alignment;
+}
 
 // Serialises into memory; values are checked against their declared type on the way.
 class ByteSink {
-public:
+  public:
     template <class T>
     void put(T v) {
         const auto* p = reinterpret_cast<const uint8_t*>(&v);
@@ -56,18 +58,42 @@ T checked_signed(const GgufValue& v, const std::string& key) {
 
 void put_value(ByteSink& out, const GgufValue& v, const std::string& key) {
     switch (v.type) {
-        case GgufType::U8: out.put(checked_unsigned<uint8_t>(v, key)); return;
-        case GgufType::U16: out.put(checked_unsigned<uint16_t>(v, key)); return;
-        case GgufType::U32: out.put(checked_unsigned<uint32_t>(v, key)); return;
-        case GgufType::U64: out.put(v.u); return;
-        case GgufType::I8: out.put(checked_signed<int8_t>(v, key)); return;
-        case GgufType::I16: out.put(checked_signed<int16_t>(v, key)); return;
-        case GgufType::I32: out.put(checked_signed<int32_t>(v, key)); return;
-        case GgufType::I64: out.put(v.i); return;
-        case GgufType::F32: out.put(float(v.f)); return;
-        case GgufType::F64: out.put(v.f); return;
-        case GgufType::BOOL: out.put(uint8_t(v.u != 0)); return;
-        case GgufType::STRING: out.put_string(v.s); return;
+        case GgufType::U8:
+            out.put(checked_unsigned<uint8_t>(v, key));
+            return;
+        case GgufType::U16:
+            out.put(checked_unsigned<uint16_t>(v, key));
+            return;
+        case GgufType::U32:
+            out.put(checked_unsigned<uint32_t>(v, key));
+            return;
+        case GgufType::U64:
+            out.put(v.u);
+            return;
+        case GgufType::I8:
+            out.put(checked_signed<int8_t>(v, key));
+            return;
+        case GgufType::I16:
+            out.put(checked_signed<int16_t>(v, key));
+            return;
+        case GgufType::I32:
+            out.put(checked_signed<int32_t>(v, key));
+            return;
+        case GgufType::I64:
+            out.put(v.i);
+            return;
+        case GgufType::F32:
+            out.put(float(v.f));
+            return;
+        case GgufType::F64:
+            out.put(v.f);
+            return;
+        case GgufType::BOOL:
+            out.put(uint8_t(v.u != 0));
+            return;
+        case GgufType::STRING:
+            out.put_string(v.s);
+            return;
         case GgufType::ARRAY:
             out.put(static_cast<uint32_t>(v.elem_type));
             out.put<uint64_t>(v.array.size());
@@ -155,7 +181,8 @@ void GgufWriter::add_tensor(std::string name, DType type, std::vector<int64_t> n
     const DTypeTraits& traits = dtype_traits(type);
     int64_t n = 1;
     for (int64_t d : ne)
-        if (d < 1 || __builtin_mul_overflow(n, d, &n)) throw GgufError(what + " has a bad shape ne " + ne_string(ne));
+        if (d < 1 || __builtin_mul_overflow(n, d, &n))
+            throw GgufError(what + " has a bad shape ne " + ne_string(ne));
     if (ne[0] % traits.block_size != 0)
         throw GgufError(what + " has rows of " + std::to_string(ne[0]) + " elements, not a multiple of the " +
                         traits.name + " block size " + std::to_string(traits.block_size));

@@ -1,4 +1,6 @@
 // tests/gguf_test.cpp — GGUF writer/reader round trips, malformed files, and the real test models.
+#include "runtime/gguf.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +11,6 @@
 #include <random>
 
 #include "runtime/fp16.h"
-#include "runtime/gguf.h"
 
 namespace graphrun {
 namespace {
@@ -22,7 +23,8 @@ const std::string kShared = GRAPHRUN_SOURCE_DIR "/../shared";
 
 // Malformed-file tests write thousands of small files: use memory-backed /dev/shm when there is one.
 std::string temp_path(const std::string& name) {
-    static const std::string dir = std::filesystem::is_directory("/dev/shm") ? "/dev/shm/" : ::testing::TempDir();
+    static const std::string dir =
+        std::filesystem::is_directory("/dev/shm") ? "/dev/shm/" : ::testing::TempDir();
     return dir + "graphrun_gguf_" + std::to_string(::getpid()) + "_" + name;
 }
 
@@ -126,8 +128,9 @@ TEST(GgufRoundTrip, EveryValueTypeArraysAndStrings) {
     w.set_strings("t.strings", {"<unk>", "", "▁the"});
     w.set_f32s("t.f32s", {0.f, -1.25f, 1e30f});
     w.set_i32s("t.i32s", {});
-    w.set("t.nested", GgufValue::make_array(GgufType::ARRAY, {GgufValue::make_array(GgufType::U8, {GgufValue::make_u8(7)}),
-                                                             GgufValue::make_array(GgufType::STRING, {})}));
+    w.set("t.nested", GgufValue::make_array(GgufType::ARRAY,
+                                            {GgufValue::make_array(GgufType::U8, {GgufValue::make_u8(7)}),
+                                             GgufValue::make_array(GgufType::STRING, {})}));
     w.set_u32("t.replaced", 1);
     w.set_u32("t.replaced", 2);  // replaces the value, keeps the position
     const std::string path = temp_path("values.gguf");
@@ -196,10 +199,10 @@ TEST(GgufRoundTrip, TensorsOfAllFourTypesByteForByte) {
         size_t nbytes;
     };
     const std::vector<Spec> specs = {
-        {"a.f32", DType::F32, {3, 2}, 3 * 2 * 4},            // 24 bytes: the next tensor needs padding
-        {"b.f16", DType::F16, {5}, 5 * 2},                   //
-        {"c.q8_0", DType::Q8_0, {64, 3}, 2 * 3 * 34},        //
-        {"d.q4_0", DType::Q4_0, {32, 2, 3, 1}, 6 * 18},      // four dims
+        {"a.f32", DType::F32, {3, 2}, 3 * 2 * 4},        // 24 bytes: the next tensor needs padding
+        {"b.f16", DType::F16, {5}, 5 * 2},               //
+        {"c.q8_0", DType::Q8_0, {64, 3}, 2 * 3 * 34},    //
+        {"d.q4_0", DType::Q4_0, {32, 2, 3, 1}, 6 * 18},  // four dims
     };
     GgufWriter w;
     std::vector<std::vector<uint8_t>> data;
@@ -209,7 +212,8 @@ TEST(GgufRoundTrip, TensorsOfAllFourTypesByteForByte) {
     }
     w.set_string("general.name", "tensors");
     const auto expected = data;
-    for (auto& d : data) d.assign(d.size(), 0xee);  // the writer copied: the caller's buffers no longer matter
+    for (auto& d : data)
+        d.assign(d.size(), 0xee);  // the writer copied: the caller's buffers no longer matter
     const std::string path = temp_path("tensors.gguf");
     w.write(path);
 
@@ -273,7 +277,9 @@ TEST(GgufAccessors, WrongTypeAndMissingKeysNameTheKey) {
         f->get_int("general.architecture");
         ADD_FAILURE() << "no error";
     } catch (const GgufError& e) {
-        EXPECT_STREQ(e.what(), (path + ": metadata key 'general.architecture' has type string, expected an integer").c_str());
+        EXPECT_STREQ(
+            e.what(),
+            (path + ": metadata key 'general.architecture' has type string, expected an integer").c_str());
     }
     EXPECT_THROW(f->get_string("n"), GgufError);
     EXPECT_THROW(f->find_string("n"), GgufError);
@@ -302,13 +308,13 @@ TEST(GgufAccessors, WrongTypeAndMissingKeysNameTheKey) {
 TEST(GgufWriterErrors, BadTensorsAndValuesAreRefused) {
     GgufWriter w;
     const auto bytes = random_bytes(1024, 9);
-    EXPECT_THROW(w.add_tensor("x", DType::F32, {4}, bytes.data(), 15), GgufError);     // wrong nbytes
-    EXPECT_THROW(w.add_tensor("x", DType::Q8_0, {33}, bytes.data(), 34), GgufError);   // partial block
-    EXPECT_THROW(w.add_tensor("x", DType::F32, {}, bytes.data(), 4), GgufError);       // no dims
+    EXPECT_THROW(w.add_tensor("x", DType::F32, {4}, bytes.data(), 15), GgufError);    // wrong nbytes
+    EXPECT_THROW(w.add_tensor("x", DType::Q8_0, {33}, bytes.data(), 34), GgufError);  // partial block
+    EXPECT_THROW(w.add_tensor("x", DType::F32, {}, bytes.data(), 4), GgufError);      // no dims
     EXPECT_THROW(w.add_tensor("x", DType::F32, {1, 1, 1, 1, 1}, bytes.data(), 4), GgufError);
     EXPECT_THROW(w.add_tensor("x", DType::F32, {0}, bytes.data(), 0), GgufError);
     w.add_tensor("x", DType::F32, {4}, bytes.data(), 16);
-    EXPECT_THROW(w.add_tensor("x", DType::F32, {4}, bytes.data(), 16), GgufError);     // duplicate
+    EXPECT_THROW(w.add_tensor("x", DType::F32, {4}, bytes.data(), 16), GgufError);  // duplicate
 
     GgufWriter bad_value;
     GgufValue v = GgufValue::make_u8(1);
@@ -356,7 +362,8 @@ TEST(GgufMalformed, EveryTruncationIsAnError) {
     GgufWriter w;
     w.set_string("general.name", "truncate me");
     w.set_u32("n", 5);
-    w.set("nested", GgufValue::make_array(GgufType::ARRAY, {GgufValue::make_array(GgufType::I16, {GgufValue::make_i16(3)})}));
+    w.set("nested", GgufValue::make_array(GgufType::ARRAY,
+                                          {GgufValue::make_array(GgufType::I16, {GgufValue::make_i16(3)})}));
     w.set_strings("tokens", {"a", "bc", "<0x0A>"});
     w.set_f32s("scores", {1.f, 2.f});
     w.set_bool("flag", true);
@@ -396,7 +403,8 @@ TEST(GgufMalformed, RandomCorruptionNeverCrashes) {
     w.set_string("general.architecture", "llama");
     w.set_strings("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "a"});
     w.set_f32s("tokenizer.ggml.scores", {0.f, 0.f, 0.f, -1.f});
-    w.set("nested", GgufValue::make_array(GgufType::ARRAY, {GgufValue::make_array(GgufType::U64, {GgufValue::make_u64(1)})}));
+    w.set("nested", GgufValue::make_array(GgufType::ARRAY,
+                                          {GgufValue::make_array(GgufType::U64, {GgufValue::make_u64(1)})}));
     const auto a = random_bytes(18 * 2, 3);
     w.add_tensor("w", DType::Q4_0, {64}, a.data(), a.size());
     const std::string path = temp_path("fuzz.gguf");
@@ -414,7 +422,8 @@ TEST(GgufMalformed, RandomCorruptionNeverCrashes) {
         write_bytes(path, bytes.data(), bytes.size());
         try {
             auto f = GgufFile::open(path);
-            for (const GgufTensor& t : f->tensors()) ASSERT_LE(t.data + t.nbytes, t.data - t.offset - f->data_offset() + f->file_size());
+            for (const GgufTensor& t : f->tensors())
+                ASSERT_LE(t.data + t.nbytes, t.data - t.offset - f->data_offset() + f->file_size());
         } catch (const GgufError& e) {
             ++errors;
             ASSERT_THAT(e.what(), StartsWith(path + ": "));
@@ -428,8 +437,9 @@ TEST(GgufMalformed, TruncationInsideAKeyNamesTheKey) {
     RawGguf raw;
     raw.header(0, 2).kv_u32("first", 1).str("general.name").u32(uint32_t(GgufType::STRING)).u64(100);
     raw.b.insert(raw.b.end(), {'a', 'b'});
-    EXPECT_THAT(raw.error("cutkey.gguf"),
-                HasSubstr("string of 100 bytes in key 'general.name' runs past the end of the file (2 bytes left)"));
+    EXPECT_THAT(
+        raw.error("cutkey.gguf"),
+        HasSubstr("string of 100 bytes in key 'general.name' runs past the end of the file (2 bytes left)"));
     RawGguf raw2;
     raw2.header(0, 1).str("k").u32(uint32_t(GgufType::U64)).u32(0);
     EXPECT_THAT(raw2.error("cutvalue.gguf"), HasSubstr("file ends inside key 'k' (8 bytes needed, 4 left)"));
@@ -444,11 +454,15 @@ TEST(GgufMalformed, HostileStringLength) {
 
 TEST(GgufMalformed, HostileArrayCount) {
     RawGguf raw;
-    raw.header(0, 1).str("tokenizer.ggml.tokens").u32(uint32_t(GgufType::ARRAY)).u32(uint32_t(GgufType::STRING));
+    raw.header(0, 1)
+        .str("tokenizer.ggml.tokens")
+        .u32(uint32_t(GgufType::ARRAY))
+        .u32(uint32_t(GgufType::STRING));
     raw.u64(1ull << 60).zeros(64);
-    EXPECT_THAT(raw.error("hostile_array.gguf"),
-                AllOf(HasSubstr("key 'tokenizer.ggml.tokens' is an array of 1152921504606846976 string values"),
-                      HasSubstr("cannot fit")));
+    EXPECT_THAT(
+        raw.error("hostile_array.gguf"),
+        AllOf(HasSubstr("key 'tokenizer.ggml.tokens' is an array of 1152921504606846976 string values"),
+              HasSubstr("cannot fit")));
     RawGguf u8s;
     u8s.header(0, 1).str("k").u32(uint32_t(GgufType::ARRAY)).u32(uint32_t(GgufType::U8)).u64(9).zeros(8);
     EXPECT_THAT(u8s.error("u8_array.gguf"), HasSubstr("array of 9 u8 values"));
@@ -466,7 +480,8 @@ TEST(GgufMalformed, TensorDataOutsideTheFile) {
     RawGguf raw;
     raw.header(1, 0).tensor("blk.0.attn_q.weight", {1024}, 0, 0).pad().zeros(64);
     EXPECT_THAT(raw.error("outside.gguf"),
-                AllOf(HasSubstr("tensor 'blk.0.attn_q.weight' needs 4096 bytes at data offset 0"), HasSubstr("has only 64 bytes")));
+                AllOf(HasSubstr("tensor 'blk.0.attn_q.weight' needs 4096 bytes at data offset 0"),
+                      HasSubstr("has only 64 bytes")));
     RawGguf far;
     far.header(1, 0).tensor("w", {8}, 0, ~0ull << 5).pad().zeros(64);
     EXPECT_THAT(far.error("far.gguf"), HasSubstr("tensor 'w' needs 32 bytes at data offset"));
@@ -478,7 +493,8 @@ TEST(GgufMalformed, TensorDataOutsideTheFile) {
 TEST(GgufMalformed, MisalignedOffset) {
     RawGguf raw;
     raw.header(1, 0).tensor("w", {4}, 0, 4).pad().zeros(64);
-    EXPECT_THAT(raw.error("misaligned.gguf"), HasSubstr("tensor 'w' has offset 4, not a multiple of the alignment 32"));
+    EXPECT_THAT(raw.error("misaligned.gguf"),
+                HasSubstr("tensor 'w' has offset 4, not a multiple of the alignment 32"));
     RawGguf custom;
     custom.header(1, 1).kv_u32("general.alignment", 64).tensor("w", {4}, 0, 32).pad(64).zeros(128);
     EXPECT_THAT(custom.error("misaligned64.gguf"), HasSubstr("not a multiple of the alignment 64"));
@@ -511,8 +527,9 @@ TEST(GgufMalformed, BadDimensions) {
                 HasSubstr("tensor 'w' has n_dims 5, expected 1 to 4"));
     EXPECT_THAT(RawGguf().header(1, 0).tensor("w", {4, 0}, 0, 0).pad().zeros(64).error("ne0.gguf"),
                 HasSubstr("tensor 'w' has ne[1] = 0, expected at least 1"));
-    EXPECT_THAT(RawGguf().header(1, 0).tensor("w", {1ull << 62, 1ull << 62}, 0, 0).pad().zeros(64).error("big.gguf"),
-                HasSubstr("tensor 'w' has more elements than fit in an int64"));
+    EXPECT_THAT(
+        RawGguf().header(1, 0).tensor("w", {1ull << 62, 1ull << 62}, 0, 0).pad().zeros(64).error("big.gguf"),
+        HasSubstr("tensor 'w' has more elements than fit in an int64"));
     EXPECT_THAT(RawGguf().header(1, 0).tensor("w", {1ull << 62}, 0, 0).pad().zeros(64).error("bytes.gguf"),
                 HasSubstr("tensor 'w' has more bytes than fit"));
     EXPECT_THAT(RawGguf().header(1, 0).tensor("w", {33}, 8, 0).pad().zeros(64).error("block.gguf"),
@@ -520,9 +537,19 @@ TEST(GgufMalformed, BadDimensions) {
 }
 
 TEST(GgufMalformed, DuplicateKeyAndTensorName) {
-    EXPECT_THAT(RawGguf().header(0, 2).kv_u32("llama.block_count", 1).kv_u32("llama.block_count", 2).error("dupkey.gguf"),
+    EXPECT_THAT(RawGguf()
+                    .header(0, 2)
+                    .kv_u32("llama.block_count", 1)
+                    .kv_u32("llama.block_count", 2)
+                    .error("dupkey.gguf"),
                 HasSubstr("duplicate key 'llama.block_count'"));
-    EXPECT_THAT(RawGguf().header(2, 0).tensor("w", {8}, 0, 0).tensor("w", {8}, 0, 32).pad().zeros(64).error("dupt.gguf"),
+    EXPECT_THAT(RawGguf()
+                    .header(2, 0)
+                    .tensor("w", {8}, 0, 0)
+                    .tensor("w", {8}, 0, 32)
+                    .pad()
+                    .zeros(64)
+                    .error("dupt.gguf"),
                 HasSubstr("duplicate tensor 'w'"));
 }
 
@@ -531,15 +558,21 @@ TEST(GgufMalformed, BadAlignmentValues) {
                 HasSubstr("'general.alignment' is 48, expected a nonzero power of two"));
     EXPECT_THAT(RawGguf().header(0, 1).kv_u32("general.alignment", 0).error("align0.gguf"),
                 HasSubstr("'general.alignment' is 0"));
-    EXPECT_THAT(RawGguf().header(0, 1).str("general.alignment").u32(uint32_t(GgufType::STRING)).str("32").error("aligns.gguf"),
+    EXPECT_THAT(RawGguf()
+                    .header(0, 1)
+                    .str("general.alignment")
+                    .u32(uint32_t(GgufType::STRING))
+                    .str("32")
+                    .error("aligns.gguf"),
                 HasSubstr("'general.alignment' has type string, expected u32"));
 }
 
 TEST(GgufMalformed, BadValueTypesAndBools) {
     EXPECT_THAT(RawGguf().header(0, 1).str("k").u32(13).u32(0).error("type13.gguf"),
                 HasSubstr("key 'k' has unknown value type 13"));
-    EXPECT_THAT(RawGguf().header(0, 1).str("k").u32(uint32_t(GgufType::ARRAY)).u32(77).u64(0).error("elem77.gguf"),
-                HasSubstr("key 'k' is an array of unknown type 77"));
+    EXPECT_THAT(
+        RawGguf().header(0, 1).str("k").u32(uint32_t(GgufType::ARRAY)).u32(77).u64(0).error("elem77.gguf"),
+        HasSubstr("key 'k' is an array of unknown type 77"));
     RawGguf b;
     b.header(0, 1).str("k").u32(uint32_t(GgufType::BOOL)).put<uint8_t>(2);
     EXPECT_THAT(b.error("bool2.gguf"), HasSubstr("key 'k' has a bool byte 2, expected 0 or 1"));
