@@ -1,0 +1,262 @@
+// runtime/sampler.cpp — the sampling stages and the chain (see sampler.h for the semantics).
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace graphrun {
+
+namespace {
+
+// Descending logit, ties by ascending id: a total order, so partial_sort and sort give the same
+// prefix on every platform (std::sort alone leaves equal logits in unspecified order).
+bool higher(const TokenCandidate& a, const TokenCandidate& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+std::string fmt(double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);  // "0.500000" -> "0.5"
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+}
+
+[[noreturn]] void bad_param(const std::string& field, const std::string& value, const std::string& expected) {
+    throw std::invalid_argument("[sampler] " + field + " is " + value + ", expected " + expected);
+}
+
+// Probabilities in the candidates' current order (no sort): dist needs no order, and skipping the
+// sort keeps a temperature-only chain O(n_vocab) per token.
+void softmax_in_place(Candidates& c) {
+    float max_logit = -std::numeric_limits<float>::infinity();
+    for (const TokenCandidate& t : c.data) max_logit = std::max(max_logit, t.logit);
+    if (!(max_logit > -std::numeric_limits<float>::infinity()))
+        throw std::invalid_argument("[sampler] every candidate logit is -inf; nothing can be sampled");
+    float sum = 0.0f;
+    for (TokenCandidate& t : c.data) {
+        t.p = std::exp(t.logit - max_logit);
+        sum += t.p;
+    }
+    for (TokenCandidate& t : c.data) t.p /= sum;
+}
+
+}  // namespace
+
+Candidates Candidates::from_logits(std::span<const float> logits) {
+    Candidates c;
+    c.assign(logits);
+    return c;
+}
+
+void Candidates::assign(std::span<const float> logits) {
+    data.resize(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i) data[i] = {static_cast<int32_t>(i), logits[i], 0.0f};
+    sorted = false;
+}
+
+void sampler_softmax(Candidates& c) {
+    if (c.data.empty()) return;
+    if (!c.sorted) {
+        std::sort(c.data.begin(), c.data.end(), higher);
+        c.sorted = true;
+    }
+    softmax_in_place(c);
+}
+
+void sampler_penalties(Candidates& c, std::span<const int32_t> recent, float repeat, float frequency,
+                       float presence) {
+    if (recent.empty() || (repeat == 1.0f && frequency == 0.0f && presence == 0.0f)) return;
+    std::unordered_map<int32_t, int32_t> counts;
+    for (int32_t id : recent) ++counts[id];
+
+    auto penalise = [&](TokenCandidate& t, int32_t count) {
+        // Dividing a negative logit would raise it, so negative ones are multiplied instead.
+        if (t.logit <= 0.0f)
+            t.logit *= repeat;
+        else
+            t.logit /= repeat;
+        t.logit -= static_cast<float>(count) * frequency + (count > 0 ? 1.0f : 0.0f) * presence;
+    };
+
+    // A fresh full-vocabulary array has data[id].id == id: touch only the penalised entries.
+    const bool identity = std::all_of(counts.begin(), counts.end(), [&](const auto& kv) {
+        return kv.first >= 0 && static_cast<size_t>(kv.first) < c.data.size() &&
+               c.data[kv.first].id == kv.first;
+    });
+    if (identity) {
+        for (const auto& [id, count] : counts) penalise(c.data[id], count);
+    } else {
+        for (TokenCandidate& t : c.data)
+            if (auto it = counts.find(t.id); it != counts.end()) penalise(t, it->second);
+    }
+    c.sorted = false;  // logits changed, any previous order may be wrong now
+}
+
+void sampler_top_k(Candidates& c, int32_t k, size_t min_keep) {
+    if (k <= 0) return;
+    const size_t keep = std::min(c.data.size(), std::max(static_cast<size_t>(k), min_keep));
+    if (!c.sorted) {
+        std::partial_sort(c.data.begin(), c.data.begin() + static_cast<ptrdiff_t>(keep), c.data.end(),
+                          higher);
+        c.sorted = true;  // the kept prefix is in order, and it is all that remains
+    }
+    c.data.resize(keep);
+}
+
+void sampler_top_p(Candidates& c, float p, size_t min_keep) {
+    if (p >= 1.0f || c.data.empty()) return;
+    softmax_in_place(c);
+    const size_t n = c.data.size();
+    // The nucleus is usually a small head of the vocabulary: sort a growing prefix (64, 128, ...)
+    // until it holds probability mass >= p, instead of sorting all n_vocab entries every token.
+    size_t sorted_end = c.sorted ? n : 0;
+    size_t want = std::min(n, std::max<size_t>(64, min_keep));
+    float cumulative = 0.0f;
+    size_t keep = n;
+    for (size_t i = 0; i < n; ++i) {
+        if (i == sorted_end) {
+            // [0, i) already holds the i highest, so only the rest needs partial sorting.
+            auto first = c.data.begin() + static_cast<ptrdiff_t>(i);
+            std::partial_sort(first, c.data.begin() + static_cast<ptrdiff_t>(want), c.data.end(), higher);
+            sorted_end = want;
+            want = std::min(n, want * 2);
+        }
+        cumulative += c.data[i].p;
+        if (cumulative >= p && i + 1 >= min_keep) {
+            keep = i + 1;
+            break;
+        }
+    }
+    c.data.resize(keep);
+    c.sorted = true;  // what is left is the sorted prefix
+}
+
+void sampler_min_p(Candidates& c, float p, size_t min_keep) {
+    if (p <= 0.0f || c.data.empty()) return;
+    float max_logit = -std::numeric_limits<float>::infinity();
+    for (const TokenCandidate& t : c.data) max_logit = std::max(max_logit, t.logit);
+    // p_i >= p * p_max  <=>  exp(l_i - l_max) >= p  <=>  l_i >= l_max + log(p): no softmax needed.
+    const float min_logit = max_logit + std::log(p);
+    const size_t passing = static_cast<size_t>(std::count_if(
+        c.data.begin(), c.data.end(), [&](const TokenCandidate& t) { return t.logit >= min_logit; }));
+    if (passing >= min_keep) {
+        // stable: an already sorted array stays sorted
+        auto end = std::stable_partition(c.data.begin(), c.data.end(),
+                                         [&](const TokenCandidate& t) { return t.logit >= min_logit; });
+        c.data.erase(end, c.data.end());
+    } else {
+        sampler_top_k(c, static_cast<int32_t>(std::min(min_keep, c.data.size())), min_keep);
+    }
+}
+
+void sampler_temperature(Candidates& c, float t) {
+    if (c.data.empty()) return;
+    if (t <= 0.0f) {
+        const int32_t best = sampler_greedy(c);
+        auto it =
+            std::find_if(c.data.begin(), c.data.end(), [&](const TokenCandidate& x) { return x.id == best; });
+        const TokenCandidate kept = *it;
+        c.data.assign(1, kept);
+        c.sorted = true;
+        return;
+    }
+    for (TokenCandidate& x : c.data) x.logit /= t;  // order is unchanged by a positive scale
+}
+
+int32_t sampler_greedy(const Candidates& c) {
+    if (c.data.empty()) throw std::invalid_argument("[sampler] greedy: no candidates to choose from");
+    const TokenCandidate* best = &c.data[0];
+    for (const TokenCandidate& t : c.data)
+        if (higher(t, *best)) best = &t;
+    return best->id;
+}
+
+int32_t sampler_dist(Candidates& c, std::mt19937& rng) {
+    if (c.data.empty()) throw std::invalid_argument("[sampler] dist: no candidates to choose from");
+    softmax_in_place(c);
+    // The uniform is built from one raw mt19937 output rather than std::uniform_real_distribution,
+    // whose algorithm differs between standard libraries: the same seed then gives the same
+    // tokens everywhere.
+    const double u = static_cast<double>(rng()) * 0x1p-32;  // [0, 1)
+    double total = 0.0;
+    for (const TokenCandidate& t : c.data) total += t.p;
+    const double target = u * total;
+    double cumulative = 0.0;
+    int32_t last_nonzero = c.data[0].id;
+    for (const TokenCandidate& t : c.data) {
+        if (t.p <= 0.0f) continue;
+        cumulative += t.p;
+        last_nonzero = t.id;
+        if (cumulative > target) return t.id;
+    }
+    return last_nonzero;  // rounding left target at the very top of the range
+}
+
+void sampler_validate(const SamplerParams& p) {
+    if (std::isnan(p.temperature)) bad_param("temperature", "NaN", "a number (<= 0 means greedy)");
+    if (p.top_k < 0) bad_param("top_k", std::to_string(p.top_k), "a value >= 0 (0 disables it)");
+    if (!(p.top_p >= 0.0f && p.top_p <= 1.0f))
+        bad_param("top_p", fmt(p.top_p), "a value in [0, 1] (1 disables it)");
+    if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
+        bad_param("min_p", fmt(p.min_p), "a value in [0, 1] (0 disables it)");
+    if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty))
+        bad_param("repeat_penalty", fmt(p.repeat_penalty), "a finite value > 0 (1 disables it)");
+    if (p.repeat_last_n < -1)
+        bad_param("repeat_last_n", std::to_string(p.repeat_last_n),
+                  "a value >= -1 (0 disables penalties, -1 uses all tokens since reset)");
+    if (!std::isfinite(p.frequency_penalty))
+        bad_param("frequency_penalty", fmt(p.frequency_penalty), "a finite value");
+    if (!std::isfinite(p.presence_penalty))
+        bad_param("presence_penalty", fmt(p.presence_penalty), "a finite value");
+    if (p.seed > 0xFFFFFFFFull)
+        bad_param("seed", std::to_string(p.seed), "a 32-bit value (0xFFFFFFFF picks a random seed)");
+}
+
+Sampler::Sampler(SamplerParams params, int32_t n_vocab) : params_(params), n_vocab_(n_vocab) {
+    sampler_validate(params_);
+    if (n_vocab <= 0) bad_param("n_vocab", std::to_string(n_vocab), "a value > 0");
+    seed_ = params_.seed == kSamplerRandomSeed ? std::random_device{}() : params_.seed;
+    rng_.seed(static_cast<std::mt19937::result_type>(seed_));
+    if (params_.repeat_last_n > 0) recent_.reserve(static_cast<size_t>(params_.repeat_last_n) + 1);
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+    if (logits.size() != static_cast<size_t>(n_vocab_))
+        throw std::invalid_argument("[sampler] logits have " + std::to_string(logits.size()) +
+                                    " entries, the vocabulary has " + std::to_string(n_vocab_));
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (std::isnan(logits[i]))
+            throw std::invalid_argument("[sampler] logit of token " + std::to_string(i) + " is NaN");
+
+    candidates_.assign(logits);
+    if (params_.repeat_last_n != 0)
+        sampler_penalties(candidates_, recent_, params_.repeat_penalty, params_.frequency_penalty,
+                          params_.presence_penalty);
+    if (params_.temperature <= 0.0f) return sampler_greedy(candidates_);
+
+    sampler_top_k(candidates_, params_.top_k);
+    sampler_top_p(candidates_, params_.top_p);
+    sampler_min_p(candidates_, params_.min_p);
+    sampler_temperature(candidates_, params_.temperature);
+    return sampler_dist(candidates_, rng_);
+}
+
+void Sampler::accept(int32_t token) {
+    if (token < 0 || token >= n_vocab_)
+        throw std::invalid_argument("[sampler] accepted token " + std::to_string(token) +
+                                    " is outside the vocabulary [0, " + std::to_string(n_vocab_) + ")");
+    if (params_.repeat_last_n == 0) return;
+    recent_.push_back(token);
+    if (params_.repeat_last_n > 0 && recent_.size() > static_cast<size_t>(params_.repeat_last_n))
+        recent_.erase(recent_.begin());  // n is small (64 by default): a shift beats a ring here
+}
+
+void Sampler::reset() {
+    recent_.clear();
+    rng_.seed(static_cast<std::mt19937::result_type>(seed_));
+}
+
+}  // namespace graphrun

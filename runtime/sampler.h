@@ -1,0 +1,109 @@
+// runtime/sampler.h — picking the next token from a row of logits (n_vocab) f32.
+//
+// The chain and every stage follow llama.cpp's semantics (llama-sampling.cpp and common's default
+// order), so a graphrun run and a llama.cpp run with the same settings filter the same tokens:
+//   penalties -> top_k -> top_p -> min_p -> temperature -> dist (a seeded draw)
+// temperature <= 0 is greedy: argmax of the logits after penalties, ties going to the lowest id.
+//
+// Each stage is a free function over a candidates array so tests can hold it to its definition;
+// Sampler strings them together and keeps the recent-token history the penalties look at.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace graphrun {
+
+struct TokenCandidate {
+    int32_t id;
+    float logit;
+    float p;  // probability, valid only after sampler_softmax (or a stage that calls it)
+};
+
+struct Candidates {
+    std::vector<TokenCandidate> data;
+    bool sorted = false;  // true when data is in descending logit order (ties: ascending id)
+
+    // Every token of the vocabulary, candidates[i].id == i, p = 0.
+    static Candidates from_logits(std::span<const float> logits);
+    void assign(std::span<const float> logits);  // same, reusing this object's storage
+};
+
+// ---- Stages. Each keeps at least min_keep candidates (when that many are there). ----
+
+// Sorts descending by logit (ties: lowest id first) and sets p to the softmax over the candidates.
+void sampler_softmax(Candidates& c);
+
+// Repeat penalty on every distinct token of `recent`: a positive logit is divided by `repeat`,
+// a non-positive one multiplied (both make the token less likely). Then
+// logit -= count * frequency + (count > 0) * presence, with count = occurrences in `recent`.
+// Tokens absent from `recent` are untouched. No-op when repeat == 1 and both penalties are 0.
+void sampler_penalties(Candidates& c, std::span<const int32_t> recent, float repeat, float frequency,
+                       float presence);
+
+// Keeps the k highest logits (partial sort, not a full sort of the vocabulary). k <= 0: no-op.
+void sampler_top_k(Candidates& c, int32_t k, size_t min_keep = 1);
+
+// Keeps the smallest prefix (by probability) whose cumulative probability is >= p. p >= 1: no-op.
+void sampler_top_p(Candidates& c, float p, size_t min_keep = 1);
+
+// Keeps tokens whose probability is >= p * (the largest probability), i.e.
+// logit >= max_logit + log(p). p <= 0: no-op. Keeps the order it was given.
+void sampler_min_p(Candidates& c, float p, size_t min_keep = 1);
+
+// logit /= t. t <= 0 keeps only the argmax (ties: lowest id), as llama.cpp's temp stage does.
+void sampler_temperature(Candidates& c, float t);
+
+// The id with the highest logit; ties go to the lowest id. Throws when c is empty.
+int32_t sampler_greedy(const Candidates& c);
+
+// Softmax, then one draw from the resulting distribution using rng.
+int32_t sampler_dist(Candidates& c, std::mt19937& rng);
+
+// ---- The chain. ----
+
+// LLAMA_DEFAULT_SEED's value: "pick a seed from std::random_device".
+inline constexpr uint64_t kSamplerRandomSeed = 0xFFFFFFFF;
+
+struct SamplerParams {
+    float temperature = 0.8f;     // <= 0: greedy
+    int32_t top_k = 40;           // 0: off; must not be negative
+    float top_p = 0.95f;          // in [0, 1]; 1: off
+    float min_p = 0.05f;          // in [0, 1]; 0: off
+    float repeat_penalty = 1.0f;  // > 0; 1: off
+    int32_t repeat_last_n = 64;   // tokens of history the penalties see; 0: off, -1: all since reset
+    float frequency_penalty = 0.0f;
+    float presence_penalty = 0.0f;
+    uint64_t seed = kSamplerRandomSeed;  // seeds std::mt19937, so at most 32 bits
+};
+
+// Throws std::invalid_argument naming the field and the accepted range.
+void sampler_validate(const SamplerParams& p);
+
+class Sampler {
+  public:
+    Sampler(SamplerParams params, int32_t n_vocab);  // validates; throws std::invalid_argument
+
+    // Picks a token from logits (n_vocab). Does not record it: call accept() with the token that
+    // is actually fed back (and with the prompt tokens, which the penalties count as well).
+    int32_t sample(std::span<const float> logits);
+    void accept(int32_t token);
+    // Forgets the history and restarts the RNG from the same seed, so a rerun repeats itself.
+    void reset();
+
+    const SamplerParams& params() const { return params_; }
+    uint64_t seed() const { return seed_; }  // the seed in use (drawn when params.seed was random)
+    std::span<const int32_t> history() const { return recent_; }  // oldest first
+
+  private:
+    SamplerParams params_;
+    int32_t n_vocab_;
+    uint64_t seed_;
+    std::mt19937 rng_;
+    std::vector<int32_t> recent_;  // the last repeat_last_n accepted tokens, oldest first
+    Candidates candidates_;        // reused between calls so sampling does not allocate per token
+};
+
+}  // namespace graphrun
