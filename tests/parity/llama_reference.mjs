@@ -1,0 +1,147 @@
+// tests/parity/llama_reference.mjs — llama.cpp's own greedy run, as the reference graphrun's parity
+// tests compare against. llama.cpp comes as node-llama-cpp's prebuilt CPU build, installed outside
+// the source tree by tools/parity-setup.sh.
+//
+//   node llama_reference.mjs --model FILE (--tokens 1,2,3 | --prompt TEXT) [-n 16] [--ctx N]
+//                            [--threads 1] [--ignore-eos] [--special]
+//   node llama_reference.mjs --check      loads node-llama-cpp and its CPU binary, prints {"ok": true}
+//
+// Prints one JSON object on stdout:
+//   {"prompt_ids": [...], "greedy_ids": [...], "stopped_at_eos": bool, "eos": id|null, "text": "..."}
+// --tokens is fed as given (the caller includes BOS if it wants one). --prompt is tokenized the way
+// llama.cpp's tools do: BOS first when the vocabulary asks for it (tokenizer.ggml.add_bos_token),
+// then the text; special-token text such as "<s>" is plain text unless --special asks to parse it.
+// Generation is greedy (temperature 0) on 1 thread, so reruns give the same ids; it stops before an
+// end-of-generation token (EOS/EOT; not included in greedy_ids) unless --ignore-eos is given.
+// "text" is greedy_ids detokenized after the prompt (as llama.cpp prints the continuation).
+// Errors go to stderr with exit status 1.
+//
+// node-llama-cpp is found from $GRAPHRUN_PARITY_DIR (the folder parity-setup.sh prints), else the
+// usual way from this script's folder (a node_modules beside or above it, or NODE_PATH).
+import { createRequire } from "node:module";
+import path from "node:path";
+import process from "node:process";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const usage =
+    "usage: node llama_reference.mjs --model FILE (--tokens 1,2,3 | --prompt TEXT) [-n 16] [--ctx N] " +
+    "[--threads 1] [--ignore-eos] [--special]";
+
+function fail(message) {
+    process.stderr.write(`llama_reference: ${message}\n`);
+    process.exit(1);
+}
+
+function parseArgs(argv) {
+    const opts = { n: 16, threads: 1, ignoreEos: false, special: false, check: false };
+    const valueOf = (i, name) => {
+        if (i + 1 >= argv.length) fail(`${name} needs a value\n${usage}`);
+        return argv[i + 1];
+    };
+    const intOf = (text, name, min) => {
+        if (!/^-?\d+$/.test(text) || Number(text) < min) fail(`${name} is "${text}", expected an integer >= ${min}`);
+        return Number(text);
+    };
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (a === "--model") opts.model = valueOf(i++, a);
+        else if (a === "--tokens") {
+            const text = valueOf(i++, a);
+            opts.tokens = text.split(",").map((t) => intOf(t.trim(), "--tokens entry", 0));
+        } else if (a === "--prompt") opts.prompt = valueOf(i++, a);
+        else if (a === "-n" || a === "--n-predict") opts.n = intOf(valueOf(i++, a), a, 0);
+        else if (a === "--ctx") opts.ctx = intOf(valueOf(i++, a), a, 1);
+        else if (a === "--threads") opts.threads = intOf(valueOf(i++, a), a, 1);
+        else if (a === "--ignore-eos") opts.ignoreEos = true;
+        else if (a === "--special") opts.special = true;
+        else if (a === "--check") opts.check = true;
+        else if (a === "-h" || a === "--help") {
+            process.stdout.write(usage + "\n");
+            process.exit(0);
+        } else fail(`unknown argument "${a}"\n${usage}`);
+    }
+    if (opts.check) return opts;
+    if (!opts.model) fail(`--model is required\n${usage}`);
+    if ((opts.tokens === undefined) === (opts.prompt === undefined))
+        fail(`give exactly one of --tokens and --prompt\n${usage}`);
+    if (opts.tokens !== undefined && opts.tokens.length === 0) fail("--tokens is empty");
+    return opts;
+}
+
+async function loadNodeLlamaCpp() {
+    const here = path.dirname(fileURLToPath(import.meta.url));
+    const base = process.env.GRAPHRUN_PARITY_DIR || here;
+    let entry;
+    try {
+        entry = createRequire(path.join(base, "package.json")).resolve("node-llama-cpp");
+    } catch (e) {
+        fail(
+            `node-llama-cpp is not installed where it was looked for (${base}); ` +
+                `run tools/parity-setup.sh and set GRAPHRUN_PARITY_DIR to the folder it prints (${e.code ?? e.message})`,
+        );
+    }
+    return import(pathToFileURL(entry).href);
+}
+
+function vocabularySize(model) {
+    let n = 0;
+    for (const _ of model.iterateAllTokens()) n++;
+    return n;
+}
+
+async function main() {
+    const opts = parseArgs(process.argv.slice(2));
+    const { getLlama } = await loadNodeLlamaCpp();
+    // CPU only, never compile llama.cpp from source: the prebuilt binary is the reference.
+    const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
+    if (opts.check) {
+        process.stdout.write(JSON.stringify({ ok: true }) + "\n");
+        await llama.dispose();
+        return;
+    }
+    const model = await llama.loadModel({ modelPath: opts.model });
+
+    let promptIds;
+    if (opts.tokens !== undefined) {
+        const nVocab = vocabularySize(model);
+        const bad = opts.tokens.find((t) => t >= nVocab);
+        if (bad !== undefined) fail(`--tokens holds ${bad}, the vocabulary of ${opts.model} has ${nVocab} tokens`);
+        promptIds = opts.tokens;
+    } else {
+        const bos = model.tokens.bos;
+        const withBos = model.tokens.shouldPrependBosToken && bos != null;
+        promptIds = [...(withBos ? [bos] : []), ...model.tokenize(opts.prompt, opts.special)];
+        if (promptIds.length === 0) fail("--prompt tokenizes to nothing and the model adds no BOS");
+    }
+
+    // The whole run must fit: past the end node-llama-cpp would shift the context (drop the
+    // oldest tokens), which llama.cpp's plain generation does not do.
+    const needed = promptIds.length + opts.n;
+    const context = await model.createContext({ contextSize: opts.ctx ?? Math.max(needed, 16), threads: opts.threads });
+    if (context.contextSize < needed)
+        fail(`context holds ${context.contextSize} tokens, the prompt (${promptIds.length}) and -n ${opts.n} need ${needed}`);
+    const sequence = context.getSequence();
+
+    const greedy = [];
+    let stoppedAtEos = false;
+    if (opts.n > 0) {
+        // yieldEogToken: true so an end-of-generation token is seen here, not silently swallowed.
+        for await (const token of sequence.evaluate(promptIds, { temperature: 0, yieldEogToken: true })) {
+            if (!opts.ignoreEos && model.isEogToken(token)) {
+                stoppedAtEos = true;
+                break;
+            }
+            greedy.push(token);
+            if (greedy.length >= opts.n) break;
+        }
+    }
+
+    const out = { prompt_ids: promptIds, greedy_ids: greedy, stopped_at_eos: stoppedAtEos, eos: model.tokens.eos };
+    out.text = model.detokenize(greedy, false, promptIds);
+    process.stdout.write(JSON.stringify(out) + "\n");
+    await context.dispose();
+    await model.dispose();
+    await llama.dispose();
+}
+
+main().catch((e) => fail(e?.stack ?? String(e)));
