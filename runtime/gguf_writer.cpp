@@ -28,12 +28,16 @@ class ByteSink {
   public:
     template <class T>
     void put(T v) {
-        const auto* p = reinterpret_cast<const uint8_t*>(&v);
-        bytes.insert(bytes.end(), p, p + sizeof v);
+        put_raw(&v, sizeof v);
     }
     void put_string(const std::string& s) {
         put<uint64_t>(s.size());
-        bytes.insert(bytes.end(), s.begin(), s.end());
+        put_raw(s.data(), s.size());
+    }
+    void put_raw(const void* p, size_t n) {
+        const size_t at = bytes.size();
+        bytes.resize(at + n);
+        if (n) std::memcpy(bytes.data() + at, p, n);
     }
     void pad_to(uint64_t alignment) { bytes.resize(align_up(bytes.size(), alignment), 0); }
 
