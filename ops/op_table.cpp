@@ -34,6 +34,10 @@ namespace {
 // Fields: name, n_inputs, in_place, infer, scratch_bytes, work_items, grain, run, prepare,
 //         prepare_items, reference, flops.
 const std::vector<OpDef> kOps = {
+    {"matmul_q8", 2, false, matmul_q8_infer, matmul_quant_scratch_bytes, matmul_quant_work_items, 32,
+     matmul_q8_run, matmul_quant_prepare, matmul_quant_prepare_items, matmul_q8_reference, matmul_quant_flops},
+    {"matmul_q4", 2, false, matmul_q4_infer, matmul_quant_scratch_bytes, matmul_quant_work_items, 32,
+     matmul_q4_run, matmul_quant_prepare, matmul_quant_prepare_items, matmul_q4_reference, matmul_quant_flops},
 };
 
 }  // namespace

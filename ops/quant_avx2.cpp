@@ -1,0 +1,156 @@
+// ops/quant_avx2.cpp — AVX2 + FMA + F16C paths for Q8_0 / Q4_0 dot products and row conversions.
+//
+// Built without -march flags: each kernel carries __attribute__((target)), and the exported
+// functions are plain wrappers, so nothing here runs unless cpu_features().avx2 said it may.
+// The dot products keep the scalar path's arithmetic per block (exact integer block dot, then
+// * d_w * d_x in float); only the order of the final float additions differs.
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "ops/quant_kernels.h"
+#include "runtime/fp16.h"
+
+namespace graphrun::ops {
+
+namespace {
+
+#define GR_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+GR_AVX2 inline float fp16_scale(uint16_t h) { return _cvtsh_ss(h); }
+
+GR_AVX2 inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// 32 signed bytes · 32 signed bytes -> 8 int32 partial sums (4 products each).
+// maddubs wants unsigned · signed, so move w's sign onto x: |w| · (x * sign(w)).
+// No int16 overflow: |w| <= 128 and |x| <= 127 (activations are quantized with amax -> 127),
+// so a pair is at most 2 * 128 * 127 = 32512.
+GR_AVX2 inline __m256i dot_i8(__m256i w, __m256i x) {
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// A Q4_0 block's 16 bytes -> its 32 weights as signed bytes in order (-8..7):
+// low nibbles are weights 0..15, high nibbles weights 16..31.
+GR_AVX2 inline __m256i unpack_q4(const uint8_t* qs) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
+}
+
+GR_AVX2 inline __m256i load32(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+GR_AVX2 float dot_q8_q8(int64_t n, const block_q8_0* w, const block_q8_0* x) {
+    const int64_t nb = n / kQK;
+    // Two accumulators: consecutive FMAs into one register would wait on each other.
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        const __m256 d0 = _mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d));
+        const __m256 d1 = _mm256_set1_ps(fp16_scale(w[b + 1].d) * fp16_scale(x[b + 1].d));
+        const __m256i s0 = dot_i8(load32(w[b].qs), load32(x[b].qs));
+        const __m256i s1 = dot_i8(load32(w[b + 1].qs), load32(x[b + 1].qs));
+        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(s0), acc0);
+        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(s1), acc1);
+    }
+    if (b < nb) {
+        const __m256 d = _mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d));
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(load32(w[b].qs), load32(x[b].qs))), acc0);
+    }
+    return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+GR_AVX2 float dot_q4_q8(int64_t n, const block_q4_0* w, const block_q8_0* x) {
+    const int64_t nb = n / kQK;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        const __m256 d0 = _mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d));
+        const __m256 d1 = _mm256_set1_ps(fp16_scale(w[b + 1].d) * fp16_scale(x[b + 1].d));
+        const __m256i s0 = dot_i8(unpack_q4(w[b].qs), load32(x[b].qs));
+        const __m256i s1 = dot_i8(unpack_q4(w[b + 1].qs), load32(x[b + 1].qs));
+        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(s0), acc0);
+        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(s1), acc1);
+    }
+    if (b < nb) {
+        const __m256 d = _mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d));
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(unpack_q4(w[b].qs), load32(x[b].qs))), acc0);
+    }
+    return hsum(_mm256_add_ps(acc0, acc1));
+}
+
+GR_AVX2 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+    for (; i < n; ++i) y[i] = _cvtsh_ss(x[i]);
+}
+
+GR_AVX2 void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; ++i) y[i] = f32_to_fp16(x[i]);
+}
+
+// roundf (half away from zero) exactly: t = trunc(v); v - t is exact, so compare it with 0.5.
+GR_AVX2 inline __m256 round_half_away(__m256 v) {
+    const __m256 sign = _mm256_and_ps(v, _mm256_set1_ps(-0.0f));
+    const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m256 frac = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(v, t));
+    const __m256 step = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ),
+                                      _mm256_or_ps(sign, _mm256_set1_ps(1.0f)));
+    return _mm256_add_ps(t, step);
+}
+
+GR_AVX2 void quantize_q8(const float* x, block_q8_0* y, int64_t n) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
+        __m256 v[4];
+        __m256 amax = _mm256_setzero_ps();
+        for (int k = 0; k < 4; ++k) {
+            v[k] = _mm256_loadu_ps(x + 8 * k);
+            amax = _mm256_max_ps(amax, _mm256_and_ps(v[k], abs_mask));
+        }
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        const float d = _mm_cvtss_f32(m) / 127;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = f32_to_fp16(d);
+        const __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(round_half_away(_mm256_mul_ps(v[k], vid)));
+        // Pack 4×8 int32 -> 32 int8; the packs work per 128-bit lane, the permute puts them back in order.
+        const __m256i q16a = _mm256_packs_epi32(q[0], q[1]), q16b = _mm256_packs_epi32(q[2], q[3]);
+        const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b),
+                                                        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q8);
+    }
+}
+
+#undef GR_AVX2
+
+}  // namespace
+
+namespace avx2 {
+
+float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x) {
+    return dot_q8_q8(n, static_cast<const block_q8_0*>(w), static_cast<const block_q8_0*>(x));
+}
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x) {
+    return dot_q4_q8(n, static_cast<const block_q4_0*>(w), static_cast<const block_q8_0*>(x));
+}
+void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) { f16_to_f32(x, y, n); }
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) { f32_to_f16(x, y, n); }
+void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n) { quantize_q8(x, y, n); }
+
+}  // namespace avx2
+
+}  // namespace graphrun::ops
