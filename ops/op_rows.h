@@ -20,4 +20,56 @@ void matmul_q8_reference(const KernelArgs& args);
 void matmul_q4_reference(const KernelArgs& args);
 double matmul_quant_flops(const KernelArgs& args);
 
+// ---- embedding (ops/embedding.cpp): ids (T) i32, table (n_vocab, n_embd) f32|f16|q8_0|q4_0 -> (T, n_embd) ----
+TensorDesc embedding_infer(const NodeInfo& node);
+int64_t embedding_work_items(const KernelArgs& args);  // tokens
+void embedding_run(const KernelArgs& args, int64_t begin, int64_t end);
+void embedding_reference(const KernelArgs& args);
+double embedding_flops(const KernelArgs& args);
+
+// ---- rmsnorm (ops/rmsnorm.cpp): x (T, n), w (n) -> (T, n); in place ----
+TensorDesc rmsnorm_infer(const NodeInfo& node);
+int64_t rmsnorm_work_items(const KernelArgs& args);  // tokens
+void rmsnorm_run(const KernelArgs& args, int64_t begin, int64_t end);
+void rmsnorm_reference(const KernelArgs& args);
+double rmsnorm_flops(const KernelArgs& args);
+
+// ---- matmul on f32/f16 weights (ops/matmul_f32.cpp, paths in ops/matmul_f32.h) ----
+// x (T, K) f32 · W (N, K)ᵀ f32|f16 -> y (T, N) f32
+TensorDesc matmul_f32_infer(const NodeInfo& node);
+int64_t matmul_f32_work_items(const KernelArgs& args);  // N (weight rows)
+void matmul_f32_run(const KernelArgs& args, int64_t begin, int64_t end);
+void matmul_f32_reference(const KernelArgs& args);
+double matmul_f32_flops(const KernelArgs& args);
+
+// ---- rope (ops/rope.cpp): x (T, n_head * head_dim), positions (T) i32 -> same shape; in place ----
+TensorDesc rope_infer(const NodeInfo& node);
+int64_t rope_work_items(const KernelArgs& args);  // tokens
+void rope_run(const KernelArgs& args, int64_t begin, int64_t end);
+void rope_reference(const KernelArgs& args);
+double rope_flops(const KernelArgs& args);
+
+// ---- attention (ops/attention.cpp): q, k, v, positions + KV cache layer -> (T, n_head * head_dim) ----
+TensorDesc attention_infer(const NodeInfo& node);
+int64_t attention_prepare_items(const KernelArgs& args);  // tokens: write k, v into the cache
+void attention_prepare(const KernelArgs& args, int64_t begin, int64_t end);
+int64_t attention_work_items(const KernelArgs& args);  // n_tokens * n_head (token, query head) pairs
+void attention_run(const KernelArgs& args, int64_t begin, int64_t end);
+void attention_reference(const KernelArgs& args);
+double attention_flops(const KernelArgs& args);
+
+// ---- swiglu (ops/swiglu.cpp): gate (T, F), up (T, F) -> silu(gate) * up; in place ----
+TensorDesc swiglu_infer(const NodeInfo& node);
+int64_t swiglu_work_items(const KernelArgs& args);  // tokens
+void swiglu_run(const KernelArgs& args, int64_t begin, int64_t end);
+void swiglu_reference(const KernelArgs& args);
+double swiglu_flops(const KernelArgs& args);
+
+// ---- add (ops/add.cpp): a, b same shape -> a + b; in place ----
+TensorDesc add_infer(const NodeInfo& node);
+int64_t add_work_items(const KernelArgs& args);  // rows
+void add_run(const KernelArgs& args, int64_t begin, int64_t end);
+void add_reference(const KernelArgs& args);
+double add_flops(const KernelArgs& args);
+
 }  // namespace graphrun::ops

@@ -34,6 +34,23 @@ namespace {
 // Fields: name, n_inputs, in_place, infer, scratch_bytes, work_items, grain, run, prepare,
 //         prepare_items, reference, flops.
 const std::vector<OpDef> kOps = {
+    // f32 ops (ops/embedding.cpp, rmsnorm.cpp, matmul_f32.cpp, rope.cpp, attention.cpp, swiglu.cpp, add.cpp).
+    // Grains: a weight-row range of 16 is ~16 KiB..128 KiB of weights at Llama widths and still leaves
+    // 4 ranges for a 64-wide toy model; per-token ops split by single tokens (a row is already
+    // thousands of elements); attention splits by single (token, head) pairs.
+    {"embedding", 2, false, embedding_infer, nullptr, embedding_work_items, 8, embedding_run, nullptr, nullptr,
+     embedding_reference, embedding_flops},
+    {"rmsnorm", 2, true, rmsnorm_infer, nullptr, rmsnorm_work_items, 1, rmsnorm_run, nullptr, nullptr,
+     rmsnorm_reference, rmsnorm_flops},
+    {"matmul_f32", 2, false, matmul_f32_infer, nullptr, matmul_f32_work_items, 16, matmul_f32_run, nullptr,
+     nullptr, matmul_f32_reference, matmul_f32_flops},
+    {"rope", 2, true, rope_infer, nullptr, rope_work_items, 1, rope_run, nullptr, nullptr, rope_reference,
+     rope_flops},
+    {"attention", 4, false, attention_infer, nullptr, attention_work_items, 1, attention_run, attention_prepare,
+     attention_prepare_items, attention_reference, attention_flops},
+    {"swiglu", 2, true, swiglu_infer, nullptr, swiglu_work_items, 1, swiglu_run, nullptr, nullptr,
+     swiglu_reference, swiglu_flops},
+    {"add", 2, true, add_infer, nullptr, add_work_items, 1, add_run, nullptr, nullptr, add_reference, add_flops},
     {"matmul_q8", 2, false, matmul_q8_infer, matmul_quant_scratch_bytes, matmul_quant_work_items, 32,
      matmul_q8_run, matmul_quant_prepare, matmul_quant_prepare_items, matmul_q8_reference, matmul_quant_flops},
     {"matmul_q4", 2, false, matmul_q4_infer, matmul_quant_scratch_bytes, matmul_quant_work_items, 32,

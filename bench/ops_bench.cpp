@@ -1,0 +1,136 @@
+// bench/ops_bench.cpp — per-op benchmarks of the f32 kernels at Llama-7B widths, one thread, the whole
+// range in one call. Each reports bytes/s (the bytes the op must move: inputs read, output written,
+// the KV cache rows attention reads) and FLOP/s from the op row's flops().
+//   graphrun_bench --benchmark_filter='rmsnorm|rope|attention|swiglu|matmul_f32'
+// Default runs are short (MinTime 0.05 s each); pass --benchmark_min_time=1 for steadier figures.
+#include <benchmark/benchmark.h>
+
+#include "ops/matmul_f32.h"
+#include "tests/op_test_util.h"
+
+namespace graphrun::testing {
+namespace {
+
+constexpr double kMinTime = 0.05;
+constexpr int kEmbd = 4096, kHeads = 32, kHeadDim = 128, kFf = 11008;
+
+void report(benchmark::State& state, const ops::OpDef& op, const KernelArgs& args, double bytes) {
+    const double iters = double(state.iterations());
+    state.counters["bytes/s"] = benchmark::Counter(bytes * iters, benchmark::Counter::kIsRate);
+    state.counters["FLOP/s"] = benchmark::Counter(op.flops(args) * iters, benchmark::Counter::kIsRate);
+}
+
+void run_whole(const ops::OpDef& op, const KernelArgs& args) {
+    if (op.prepare) op.prepare(args, 0, op.prepare_items(args));
+    op.run(args, 0, op.work_items(args));
+}
+
+// x (T, 4096), w (4096) -> y (T, 4096)
+void BM_rmsnorm(benchmark::State& state) {
+    const int64_t T = state.range(0);
+    OpCall c;
+    c.in = {f32_tensor({T, kEmbd}, random_floats(size_t(T * kEmbd), 1)),
+            f32_tensor({kEmbd}, random_floats(kEmbd, 2))};
+    c.out = output_tensor(DType::F32, {T, kEmbd});
+    c.params.eps = 1e-5f;
+    const ops::OpDef& op = op_row("rmsnorm");
+    const KernelArgs args = c.args();
+    for (auto _ : state) run_whole(op, args), benchmark::ClobberMemory();
+    report(state, op, args, 4.0 * (2.0 * double(T) * kEmbd + kEmbd));
+}
+BENCHMARK(BM_rmsnorm)->Arg(1)->Arg(32)->MinTime(kMinTime);
+
+// x (T, 32 * 128), positions (T) -> same shape
+void BM_rope(benchmark::State& state) {
+    const int64_t T = state.range(0), width = int64_t(kHeads) * kHeadDim;
+    std::vector<int32_t> pos(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) pos[size_t(t)] = int32_t(500 + t);
+    OpCall c;
+    c.in = {f32_tensor({T, width}, random_floats(size_t(T * width), 3)), i32_tensor({T}, pos)};
+    c.out = output_tensor(DType::F32, {T, width});
+    c.params.n_head = kHeads;
+    c.params.head_dim = kHeadDim;
+    c.params.rope_base = 10000.0f;
+    const ops::OpDef& op = op_row("rope");
+    const KernelArgs args = c.args();
+    for (auto _ : state) run_whole(op, args), benchmark::ClobberMemory();
+    report(state, op, args, 4.0 * 2.0 * double(T) * width);
+}
+BENCHMARK(BM_rope)->Arg(1)->Arg(32)->MinTime(kMinTime);
+
+// Decode: one token at position n_pos - 1 attends over n_pos cached rows; 32 query heads, hd 128,
+// n_head_kv 32 (Llama-2-7B) or 8 (GQA 4, Llama-3-8B-like).
+void BM_attention_decode(benchmark::State& state) {
+    const int64_t n_pos = state.range(0);
+    const int n_head_kv = int(state.range(1));
+    const int64_t qw = int64_t(kHeads) * kHeadDim, kvw = int64_t(n_head_kv) * kHeadDim;
+    std::vector<float> cache_k = random_floats(size_t(n_pos * kvw), 4),
+                       cache_v = random_floats(size_t(n_pos * kvw), 5);
+    OpCall c;
+    c.in = {f32_tensor({1, qw}, random_floats(size_t(qw), 6)),
+            f32_tensor({1, kvw}, random_floats(size_t(kvw), 7)),
+            f32_tensor({1, kvw}, random_floats(size_t(kvw), 8)), i32_tensor({1}, {int32_t(n_pos - 1)})};
+    c.out = output_tensor(DType::F32, {1, qw});
+    c.params.n_head = kHeads;
+    c.params.n_head_kv = n_head_kv;
+    c.params.head_dim = kHeadDim;
+    c.params.layer = 0;
+    c.kv = {cache_k.data(), cache_v.data(), n_pos, kvw};
+    const ops::OpDef& op = op_row("attention");
+    const KernelArgs args = c.args();
+    for (auto _ : state) run_whole(op, args), benchmark::ClobberMemory();
+    // Every query head reads its kv head's rows; with GQA the group's re-reads hit the cache, so count
+    // the cache once plus q and out.
+    report(state, op, args, 4.0 * (2.0 * double(n_pos) * kvw + 2.0 * qw));
+}
+BENCHMARK(BM_attention_decode)
+    ->ArgNames({"n_pos", "n_head_kv"})
+    ->Args({256, 32})
+    ->Args({1024, 32})
+    ->Args({256, 8})
+    ->Args({1024, 8})
+    ->MinTime(kMinTime);
+
+// gate (T, 11008), up (T, 11008) -> y (T, 11008)
+void BM_swiglu(benchmark::State& state) {
+    const int64_t T = state.range(0);
+    OpCall c;
+    c.in = {f32_tensor({T, kFf}, random_floats(size_t(T * kFf), 9, -4, 4)),
+            f32_tensor({T, kFf}, random_floats(size_t(T * kFf), 10))};
+    c.out = output_tensor(DType::F32, {T, kFf});
+    const ops::OpDef& op = op_row("swiglu");
+    const KernelArgs args = c.args();
+    for (auto _ : state) run_whole(op, args), benchmark::ClobberMemory();
+    report(state, op, args, 4.0 * 3.0 * double(T) * kFf);
+}
+BENCHMARK(BM_swiglu)->Arg(1)->Arg(32)->MinTime(kMinTime);
+
+// Decode matmul x (1, 4096) · W (4096, 4096)ᵀ through each path this CPU has; bytes are the weights.
+void BM_matmul_f32_decode(benchmark::State& state) {
+    const auto path = ops::MatmulF32Path(state.range(0));
+    const DType wtype = state.range(1) ? DType::F16 : DType::F32;
+    if (!ops::matmul_f32_path_available(path)) {
+        state.SkipWithError("path not available on this CPU");
+        return;
+    }
+    state.SetLabel(std::string(ops::matmul_f32_path_name(path)) + " " + dtype_name(wtype));
+    const int64_t N = kEmbd, K = kEmbd;
+    OpCall c;
+    static const std::vector<float> w = random_floats(size_t(N * K), 11);  // made once for all six runs
+    c.in = {f32_tensor({1, K}, random_floats(size_t(K), 12)),
+            wtype == DType::F16 ? f16_tensor({N, K}, w) : f32_tensor({N, K}, w)};
+    c.out = output_tensor(DType::F32, {1, N});
+    const ops::OpDef& op = op_row("matmul_f32");
+    const KernelArgs args = c.args();
+    for (auto _ : state) ops::matmul_f32_run_path(path, args, 0, N), benchmark::ClobberMemory();
+    report(state, op, args, double(N * row_bytes(wtype, K)) + 4.0 * double(K + N));
+}
+BENCHMARK(BM_matmul_f32_decode)
+    ->ArgNames({"path", "f16"})
+    ->ArgsProduct({{int(ops::MatmulF32Path::Scalar), int(ops::MatmulF32Path::Avx2),
+                    int(ops::MatmulF32Path::Avx512)},
+                   {0, 1}})
+    ->MinTime(kMinTime);
+
+}  // namespace
+}  // namespace graphrun::testing

@@ -1,0 +1,49 @@
+// ops/add.cpp — elementwise sum, used for the residual connections.
+//   a (..., n) f32, b (same shape) f32  ->  y (same shape) f32
+//   y[i] = a[i] + b[i]
+// Units: rows (all dimensions but the innermost). In place: y may be a's memory.
+#include <cassert>
+
+#include "ops/op_checks.h"
+#include "ops/op_rows.h"
+
+namespace graphrun::ops {
+
+TensorDesc add_infer(const NodeInfo& node) {
+    check_input_count(node, 2, "a, b");
+    check_dtype(node, 0, "a", DType::F32);
+    check_dtype(node, 1, "b", DType::F32);
+    const TensorDesc &a = node.inputs[0], &b = node.inputs[1];
+    if (a.shape.empty()) throw PlanError(node, "input 0 (a) has no shape");
+    if (a.shape != b.shape)
+        throw PlanError(node, "inputs must have the same shape, got a " + a.str() + " and b " + b.str());
+    return {DType::F32, a.shape};
+}
+
+int64_t add_work_items(const KernelArgs& args) {
+    return args.in[0].rows();
+}
+
+void add_run(const KernelArgs& args, int64_t begin, int64_t end) {
+    const int64_t n = args.in[0].cols();
+    const float* a = args.in[0].as<float>();
+    const float* b = args.in[1].as<float>();
+    float* y = args.out.as<float>();
+    // Plain loop: with no aliasing between b and y the compiler vectorizes it; a and y may be one buffer,
+    // which is fine because each element is read before it is written.
+    for (int64_t i = begin * n; i < end * n; ++i) y[i] = a[i] + b[i];
+}
+
+void add_reference(const KernelArgs& args) {
+    const int64_t rows = args.in[0].rows(), n = args.in[0].cols();
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < n; ++i)
+            args.out.as<float>()[r * n + i] =
+                args.in[0].as<float>()[r * n + i] + args.in[1].as<float>()[r * n + i];
+}
+
+double add_flops(const KernelArgs& args) {
+    return double(args.in[0].n_elements());
+}
+
+}  // namespace graphrun::ops
