@@ -36,14 +36,17 @@ TensorDesc infer_quant(const NodeInfo& node, DType weight_type) {
         throw PlanError(node, "input x " + x.str() + " has rows of " + std::to_string(x.shape.back()) +
                                   " elements, weight " + w.str() + " has rows of " + std::to_string(k));
     if (k % kQK != 0)
-        throw PlanError(node, "weight " + w.str() + " has rows of " + std::to_string(k) + " elements, not a multiple of the " +
-                                  dtype_name(weight_type) + " block size " + std::to_string(kQK));
+        throw PlanError(node, "weight " + w.str() + " has rows of " + std::to_string(k) +
+                                  " elements, not a multiple of the " + dtype_name(weight_type) +
+                                  " block size " + std::to_string(kQK));
     TensorDesc y{DType::F32, x.shape};
     y.shape.back() = w.shape[0];
     return y;
 }
 
-int64_t n_tokens_of(const KernelArgs& a) { return a.in[0].rows(); }
+int64_t n_tokens_of(const KernelArgs& a) {
+    return a.in[0].rows();
+}
 
 // The op with an explicit dot kernel; matmul_q8_run / matmul_q4_run pass the dispatched one.
 void run_rows(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot, DType weight_type) {
@@ -86,15 +89,20 @@ void reference_quant(const KernelArgs& a, DType weight_type) {
     for (int64_t t = 0; t < n_tokens; ++t)
         for (int64_t n = 0; n < n_out; ++n) {
             double sum = 0.0;
-            for (int64_t i = 0; i < k; ++i) sum += double(wf[size_t(n * k + i)]) * double(xf[size_t(t * k + i)]);
+            for (int64_t i = 0; i < k; ++i)
+                sum += double(wf[size_t(n * k + i)]) * double(xf[size_t(t * k + i)]);
             y[t * n_out + n] = float(sum);
         }
 }
 
 }  // namespace
 
-TensorDesc matmul_q8_infer(const NodeInfo& node) { return infer_quant(node, DType::Q8_0); }
-TensorDesc matmul_q4_infer(const NodeInfo& node) { return infer_quant(node, DType::Q4_0); }
+TensorDesc matmul_q8_infer(const NodeInfo& node) {
+    return infer_quant(node, DType::Q8_0);
+}
+TensorDesc matmul_q4_infer(const NodeInfo& node) {
+    return infer_quant(node, DType::Q4_0);
+}
 
 int64_t matmul_quant_scratch_bytes(const NodeInfo& node) {
     const TensorDesc& x = node.inputs[0];
@@ -102,8 +110,12 @@ int64_t matmul_quant_scratch_bytes(const NodeInfo& node) {
     return x.n_elements() / k * row_bytes(DType::Q8_0, k);
 }
 
-int64_t matmul_quant_work_items(const KernelArgs& a) { return a.in[1].dim(0); }
-int64_t matmul_quant_prepare_items(const KernelArgs& a) { return n_tokens_of(a); }
+int64_t matmul_quant_work_items(const KernelArgs& a) {
+    return a.in[1].dim(0);
+}
+int64_t matmul_quant_prepare_items(const KernelArgs& a) {
+    return n_tokens_of(a);
+}
 
 // xq[t] = Q8_0(x[t]) for tokens [begin, end).
 void matmul_quant_prepare(const KernelArgs& a, int64_t begin, int64_t end) {
@@ -125,8 +137,12 @@ void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, VecD
     run_rows(a, begin, end, dot, a.in[1].dtype);
 }
 
-void matmul_q8_reference(const KernelArgs& a) { reference_quant(a, DType::Q8_0); }
-void matmul_q4_reference(const KernelArgs& a) { reference_quant(a, DType::Q4_0); }
+void matmul_q8_reference(const KernelArgs& a) {
+    reference_quant(a, DType::Q8_0);
+}
+void matmul_q4_reference(const KernelArgs& a) {
+    reference_quant(a, DType::Q4_0);
+}
 
 double matmul_quant_flops(const KernelArgs& a) {
     return 2.0 * double(n_tokens_of(a)) * double(a.in[1].dim(0)) * double(a.in[1].dim(1));

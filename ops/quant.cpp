@@ -2,6 +2,8 @@
 //
 // The SIMD paths live in ops/quant_avx2.cpp and ops/quant_avx512.cpp; this file picks among them
 // once, from what the CPU reports, so the same binary runs on any x86-64.
+#include "ops/quant.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <string>
 #include <string_view>
 
-#include "ops/quant.h"
 #include "ops/quant_kernels.h"
 #include "runtime/fp16.h"
 
@@ -24,8 +25,8 @@ const CpuFeatures& cpu_features() {
         CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_cpu_init();
-        f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                 __builtin_cpu_supports("f16c");
+        f.avx2 =
+            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
         f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                    __builtin_cpu_supports("avx512vnni");
@@ -37,9 +38,12 @@ const CpuFeatures& cpu_features() {
 
 const char* simd_level_name(SimdLevel level) {
     switch (level) {
-        case SimdLevel::Scalar: return "scalar";
-        case SimdLevel::Avx2: return "avx2";
-        case SimdLevel::Avx512: return "avx512";
+        case SimdLevel::Scalar:
+            return "scalar";
+        case SimdLevel::Avx2:
+            return "avx2";
+        case SimdLevel::Avx512:
+            return "avx512";
     }
     return "?";
 }
@@ -156,8 +160,12 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
 
 namespace {
 
-void quantize_f32(const float* x, void* y, int64_t n) { std::memcpy(y, x, size_t(n) * sizeof(float)); }
-void dequantize_f32(const void* x, float* y, int64_t n) { std::memcpy(y, x, size_t(n) * sizeof(float)); }
+void quantize_f32(const float* x, void* y, int64_t n) {
+    std::memcpy(y, x, size_t(n) * sizeof(float));
+}
+void dequantize_f32(const void* x, float* y, int64_t n) {
+    std::memcpy(y, x, size_t(n) * sizeof(float));
+}
 
 void quantize_f16(const float* x, void* y, int64_t n) {
     if (active_simd_level() >= SimdLevel::Avx2) return avx2::f32_to_f16_row(x, static_cast<uint16_t*>(y), n);
@@ -171,7 +179,8 @@ void dequantize_f16(const void* x, float* y, int64_t n) {
 
 void quantize_q8_0(const float* x, void* y, int64_t n) {
     // Weights and activations alike get the reference rounding; the AVX2 version is bit-identical.
-    if (active_simd_level() >= SimdLevel::Avx2) return avx2::quantize_row_q8_0(x, static_cast<block_q8_0*>(y), n);
+    if (active_simd_level() >= SimdLevel::Avx2)
+        return avx2::quantize_row_q8_0(x, static_cast<block_q8_0*>(y), n);
     quantize_row_q8_0_ref(x, static_cast<block_q8_0*>(y), n);
 }
 void dequantize_q8_0(const void* x, float* y, int64_t n) {
@@ -198,7 +207,8 @@ struct TraitsTable {
                 dot_q8 = avx2::vec_dot_q8_0_q8_0;
                 dot_q4 = avx2::vec_dot_q4_0_q8_0;
                 break;
-            case SimdLevel::Scalar: break;
+            case SimdLevel::Scalar:
+                break;
         }
         rows = {{
             {DType::F32, quantize_f32, dequantize_f32, nullptr, DType::F32},
@@ -221,7 +231,9 @@ const QuantTraits* quant_traits(DType type) {
 void dequantize_row(DType type, const void* row, float* y, int64_t n) {
     const QuantTraits* t = quant_traits(type);
     // Only i32 has no row: its tensors are token ids, never weights. Callers check at plan time.
-    if (!t) throw std::invalid_argument(std::string("dequantize_row: no float conversion for ") + dtype_name(type));
+    if (!t)
+        throw std::invalid_argument(std::string("dequantize_row: no float conversion for ") +
+                                    dtype_name(type));
     t->dequantize_row(row, y, n);
 }
 

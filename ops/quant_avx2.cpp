@@ -17,7 +17,9 @@ namespace {
 
 #define GR_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-GR_AVX2 inline float fp16_scale(uint16_t h) { return _cvtsh_ss(h); }
+GR_AVX2 inline float fp16_scale(uint16_t h) {
+    return _cvtsh_ss(h);
+}
 
 GR_AVX2 inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -43,7 +45,9 @@ GR_AVX2 inline __m256i unpack_q4(const uint8_t* qs) {
     return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
 }
 
-GR_AVX2 inline __m256i load32(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+GR_AVX2 inline __m256i load32(const int8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
 
 GR_AVX2 float dot_q8_q8(int64_t n, const block_q8_0* w, const block_q8_0* x) {
     const int64_t nb = n / kQK;
@@ -94,8 +98,9 @@ GR_AVX2 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
 GR_AVX2 void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm_storeu_si128(
+            reinterpret_cast<__m128i*>(y + i),
+            _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     for (; i < n; ++i) y[i] = f32_to_fp16(x[i]);
 }
 
@@ -130,7 +135,7 @@ GR_AVX2 void quantize_q8(const float* x, block_q8_0* y, int64_t n) {
         // Pack 4×8 int32 -> 32 int8; the packs work per 128-bit lane, the permute puts them back in order.
         const __m256i q16a = _mm256_packs_epi32(q[0], q[1]), q16b = _mm256_packs_epi32(q[2], q[3]);
         const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b),
-                                                        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+                                                       _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q8);
     }
 }
@@ -147,9 +152,15 @@ float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x) {
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x) {
     return dot_q4_q8(n, static_cast<const block_q4_0*>(w), static_cast<const block_q8_0*>(x));
 }
-void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) { f16_to_f32(x, y, n); }
-void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) { f32_to_f16(x, y, n); }
-void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n) { quantize_q8(x, y, n); }
+void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
+    f16_to_f32(x, y, n);
+}
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
+    f32_to_f16(x, y, n);
+}
+void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n) {
+    quantize_q8(x, y, n);
+}
 
 }  // namespace avx2
 

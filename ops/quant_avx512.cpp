@@ -21,7 +21,9 @@ namespace {
 
 #define GR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 
-GR_AVX512 inline float fp16_scale(uint16_t h) { return _cvtsh_ss(h); }
+GR_AVX512 inline float fp16_scale(uint16_t h) {
+    return _cvtsh_ss(h);
+}
 
 // Scale vector for blocks b and b+1: lanes 0..7 = d_w[b] * d_x[b], lanes 8..15 = d_w[b+1] * d_x[b+1].
 template <typename WBlock>
@@ -60,7 +62,8 @@ GR_AVX512 float dot_q8_q8(int64_t n, const block_q8_0* w, const block_q8_0* x) {
     int64_t b = 0;
     for (; b + 3 < nb; b += 4) {
         const __m512i s0 = dot_i8_pair(load_pair(w[b].qs, w[b + 1].qs), load_pair(x[b].qs, x[b + 1].qs));
-        const __m512i s1 = dot_i8_pair(load_pair(w[b + 2].qs, w[b + 3].qs), load_pair(x[b + 2].qs, x[b + 3].qs));
+        const __m512i s1 =
+            dot_i8_pair(load_pair(w[b + 2].qs, w[b + 3].qs), load_pair(x[b + 2].qs, x[b + 3].qs));
         acc0 = _mm512_fmadd_ps(pair_scale(w + b, x + b), _mm512_cvtepi32_ps(s0), acc0);
         acc1 = _mm512_fmadd_ps(pair_scale(w + b + 2, x + b + 2), _mm512_cvtepi32_ps(s1), acc1);
     }
@@ -73,7 +76,8 @@ GR_AVX512 float dot_q8_q8(int64_t n, const block_q8_0* w, const block_q8_0* x) {
     if (b < nb) {
         const __m256i s = dot_i8_one(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs)),
                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs)));
-        tail = _mm256_fmadd_ps(_mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d)), _mm256_cvtepi32_ps(s), tail);
+        tail = _mm256_fmadd_ps(_mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d)), _mm256_cvtepi32_ps(s),
+                               tail);
     }
     return hsum256(tail);
 }
@@ -85,7 +89,7 @@ GR_AVX512 inline __m512i unpack_q4_pair(const block_q4_0* w) {
         _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[0].qs))),
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[1].qs)), 1);
     const __m256i mask = _mm256_set1_epi8(0x0f);
-    const __m256i lo = _mm256_and_si256(packed, mask);                         // [lo(b) lo(b+1)]
+    const __m256i lo = _mm256_and_si256(packed, mask);                        // [lo(b) lo(b+1)]
     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), mask);  // [hi(b) hi(b+1)]
     const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     return _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
@@ -117,12 +121,14 @@ GR_AVX512 float dot_q4_q8(int64_t n, const block_q4_0* w, const block_q8_0* x) {
     __m256 tail = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
     if (b < nb) {
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
-        const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
-                                                 _mm256_set1_epi8(0x0f));
+        const __m256i nibbles =
+            _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0f));
         const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-        const __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), nibbles, xv),
-                                           _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), xv));
-        tail = _mm256_fmadd_ps(_mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d)), _mm256_cvtepi32_ps(s), tail);
+        const __m256i s =
+            _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), nibbles, xv),
+                             _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), xv));
+        tail = _mm256_fmadd_ps(_mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d)), _mm256_cvtepi32_ps(s),
+                               tail);
     }
     return hsum256(tail);
 }

@@ -42,7 +42,8 @@ TEST(MatmulQuant, RunOverSplitRangesMatchesReference) {
             for (auto [n_tokens, n] : {std::pair<int64_t, int64_t>{1, 37}, {3, 1}, {5, 19}, {17, 3}}) {
                 if (k > 1000 && n_tokens > 5) continue;  // keep the test fast
                 const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, uint32_t(n + k));
-                const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, uint32_t(k));
+                const auto xf =
+                    testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, uint32_t(k));
                 QuantMatmul m(wtype, n_tokens, n, k, wf, xf);
                 QuantMatmul ref(wtype, n_tokens, n, k, wf, xf);
                 EXPECT_EQ(op.work_items(m.args), n);
@@ -121,7 +122,8 @@ TEST(MatmulQuant, PlanErrorsNameTheProblem) {
     EXPECT_THAT(plan_error(matmul_node({2, 40}, DType::Q4_0, {5, 40})), HasSubstr("q4_0 block size 32"));
     EXPECT_THAT(plan_error(matmul_node({2, 64}, DType::Q4_0, {5, 96})),
                 AllOf(HasSubstr("rows of 64"), HasSubstr("rows of 96")));
-    EXPECT_THAT(plan_error(matmul_node({2, 64}, DType::Q8_0, {2, 5, 64})), HasSubstr("expected a matrix (N, K)"));
+    EXPECT_THAT(plan_error(matmul_node({2, 64}, DType::Q8_0, {2, 5, 64})),
+                HasSubstr("expected a matrix (N, K)"));
     NodeInfo f16_x = matmul_node({2, 64}, DType::Q8_0, {5, 64});
     f16_x.inputs[0].dtype = DType::F16;
     EXPECT_THAT(plan_error(f16_x), HasSubstr("expected f32"));
@@ -177,9 +179,10 @@ TEST(MatmulQuant, AccuracyAgainstF32) {
             run_split(op_for(wtype), m.args);
             as_run[i++] = nmse(m.y, exact);
         }
-        std::printf("[ accuracy ] weights %-24s q8_0 NMSE %.2e (weights) %.2e (as run)  "
-                    "q4_0 NMSE %.2e (weights) %.2e (as run)\n",
-                    testing::dist_name(c.dist), weights_only[0], as_run[0], weights_only[1], as_run[1]);
+        std::printf(
+            "[ accuracy ] weights %-24s q8_0 NMSE %.2e (weights) %.2e (as run)  "
+            "q4_0 NMSE %.2e (weights) %.2e (as run)\n",
+            testing::dist_name(c.dist), weights_only[0], as_run[0], weights_only[1], as_run[1]);
         EXPECT_LT(weights_only[0], c.q8_weights) << testing::dist_name(c.dist);
         EXPECT_LT(as_run[0], c.q8_run) << testing::dist_name(c.dist);
         EXPECT_LT(weights_only[1], c.q4_weights) << testing::dist_name(c.dist);

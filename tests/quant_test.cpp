@@ -1,5 +1,7 @@
 // tests/quant_test.cpp — Q8_0 / Q4_0 quantizers (ggml's rounding, bit for bit), the block layouts,
 // F16 row conversions, and every SIMD dot product path against the scalar one.
+#include "ops/quant.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <limits>
 #include <string>
 
-#include "ops/quant.h"
 #include "ops/quant_kernels.h"
 #include "runtime/fp16.h"
 #include "tests/quant_test_util.h"
@@ -126,7 +127,8 @@ TEST(QuantQ4_0, RoundTripErrorWithinAStep) {
             for (int j = 0; j < kQK; ++j) {
                 const size_t i = size_t(b * kQK + j);
                 const float err = std::fabs(x[i] - y[i]);
-                ASSERT_LE(err, d * (1.0f + 15.0f / 2048.0f) * 1.0001f) << testing::dist_name(dist) << " element " << i;
+                ASSERT_LE(err, d * (1.0f + 15.0f / 2048.0f) * 1.0001f)
+                    << testing::dist_name(dist) << " element " << i;
                 if (err > d * (0.5f + 15.0f / 2048.0f) * 1.0001f) ++beyond_half_step;
             }
         }
@@ -244,15 +246,19 @@ TEST(QuantSimd, VecDotPathsMatchScalar) {
     const int64_t rows = 7;
     int tested = 0;
     for (int64_t k : {32, 96, 160, 4096 + 32}) {
-        const std::vector<float> wf = testing::random_values(size_t(rows * k), testing::Dist::Normal, uint32_t(k));
-        const std::vector<float> xf = testing::random_values(size_t(k), testing::Dist::StudentT3, uint32_t(k + 1));
+        const std::vector<float> wf =
+            testing::random_values(size_t(rows * k), testing::Dist::Normal, uint32_t(k));
+        const std::vector<float> xf =
+            testing::random_values(size_t(k), testing::Dist::StudentT3, uint32_t(k + 1));
         const std::vector<uint8_t> w8 = testing::quantize_matrix(DType::Q8_0, wf, rows, k);
         const std::vector<uint8_t> w4 = testing::quantize_matrix(DType::Q4_0, wf, rows, k);
         const std::vector<uint8_t> xq = testing::quantize_matrix(DType::Q8_0, xf, 1, k);
         std::vector<float> ref8(rows), ref4(rows);
         for (int64_t r = 0; r < rows; ++r) {
-            ref8[size_t(r)] = scalar::vec_dot_q8_0_q8_0(k, &w8[size_t(r * row_bytes(DType::Q8_0, k))], xq.data());
-            ref4[size_t(r)] = scalar::vec_dot_q4_0_q8_0(k, &w4[size_t(r * row_bytes(DType::Q4_0, k))], xq.data());
+            ref8[size_t(r)] =
+                scalar::vec_dot_q8_0_q8_0(k, &w8[size_t(r * row_bytes(DType::Q8_0, k))], xq.data());
+            ref4[size_t(r)] =
+                scalar::vec_dot_q4_0_q8_0(k, &w4[size_t(r * row_bytes(DType::Q4_0, k))], xq.data());
         }
         for (const DotPath& path : simd_paths()) {
             if (!path.available) continue;
@@ -296,8 +302,9 @@ TEST(QuantSimd, VecDotExtremesMatchScalarExactly) {
 TEST(QuantSimd, ActiveLevelIsTheBestTheCpuHas) {
     const char* cap = std::getenv("GRAPHRUN_SIMD");
     if (cap) GTEST_SKIP() << "GRAPHRUN_SIMD=" << cap << " caps the level";
-    const SimdLevel expected =
-        cpu_features().avx512 ? SimdLevel::Avx512 : cpu_features().avx2 ? SimdLevel::Avx2 : SimdLevel::Scalar;
+    const SimdLevel expected = cpu_features().avx512 ? SimdLevel::Avx512
+                               : cpu_features().avx2 ? SimdLevel::Avx2
+                                                     : SimdLevel::Scalar;
     EXPECT_EQ(active_simd_level(), expected) << simd_level_name(active_simd_level());
 }
 

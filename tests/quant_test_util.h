@@ -26,10 +26,14 @@ enum class Dist { Uniform, Normal, StudentT3, NormalOutliers };
 
 inline const char* dist_name(Dist d) {
     switch (d) {
-        case Dist::Uniform: return "uniform[-1,1]";
-        case Dist::Normal: return "normal(0,1)";
-        case Dist::StudentT3: return "student-t(3)";
-        case Dist::NormalOutliers: return "normal+0.5%x20 outliers";
+        case Dist::Uniform:
+            return "uniform[-1,1]";
+        case Dist::Normal:
+            return "normal(0,1)";
+        case Dist::StudentT3:
+            return "student-t(3)";
+        case Dist::NormalOutliers:
+            return "normal+0.5%x20 outliers";
     }
     return "?";
 }
@@ -43,19 +47,30 @@ inline std::vector<float> random_values(size_t n, Dist dist, uint32_t seed) {
     std::vector<float> v(n);
     for (float& x : v) {
         switch (dist) {
-            case Dist::Uniform: x = uniform(rng); break;
-            case Dist::Normal: x = normal(rng); break;
-            case Dist::StudentT3: x = student(rng); break;
-            case Dist::NormalOutliers: x = normal(rng) * (unit(rng) < 0.005f ? 20.0f : 1.0f); break;
+            case Dist::Uniform:
+                x = uniform(rng);
+                break;
+            case Dist::Normal:
+                x = normal(rng);
+                break;
+            case Dist::StudentT3:
+                x = student(rng);
+                break;
+            case Dist::NormalOutliers:
+                x = normal(rng) * (unit(rng) < 0.005f ? 20.0f : 1.0f);
+                break;
         }
     }
     return v;
 }
 
-inline std::vector<float> random_uniform(size_t n, uint32_t seed) { return random_values(n, Dist::Uniform, seed); }
+inline std::vector<float> random_uniform(size_t n, uint32_t seed) {
+    return random_values(n, Dist::Uniform, seed);
+}
 
 // A (rows, k) f32 matrix quantized row by row to `type` with the traits' quantizer.
-inline std::vector<uint8_t> quantize_matrix(DType type, const std::vector<float>& w, int64_t rows, int64_t k) {
+inline std::vector<uint8_t> quantize_matrix(DType type, const std::vector<float>& w, int64_t rows,
+                                            int64_t k) {
     std::vector<uint8_t> q(size_t(rows * row_bytes(type, k)));
     for (int64_t r = 0; r < rows; ++r)
         quant_traits(type)->quantize_row(&w[size_t(r * k)], &q[size_t(r * row_bytes(type, k))], k);
@@ -80,7 +95,9 @@ struct QuantMatmul {
 
     QuantMatmul(DType wtype, int64_t n_tokens, int64_t n, int64_t k, const std::vector<float>& wf,
                 std::vector<float> xf)
-        : x(std::move(xf)), y(size_t(n_tokens * n), NAN), w(quantize_matrix(wtype, wf, n, k)),
+        : x(std::move(xf)),
+          y(size_t(n_tokens * n), NAN),
+          w(quantize_matrix(wtype, wf, n, k)),
           scratch(size_t(n_tokens * row_bytes(DType::Q8_0, k))) {
         args.n_in = 2;
         args.in[0] = tensor_ref(DType::F32, {n_tokens, k}, x.data());
