@@ -1,0 +1,139 @@
+// tests/graph_test.cpp — binding models/llama.json: symbols, unrolled layers, and each kind of
+// graph error naming the node and the field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "graph/graph.h"
+#include "graph/session.h"
+#include "test_models.h"
+
+namespace graphrun {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string llama_json() {
+    std::ifstream in(graph::default_graph_path());
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string replace_once(std::string text, const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << "test setup: '" << from << "' not in llama.json";
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    return text;
+}
+
+class GraphBindTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        model_ = GgufFile::open(testing::random_model_file(testing::spec_of(24, 3, 6, 2, 40), "bind"));
+    }
+    // Binds an edited llama.json and returns the error text ("" if it bound).
+    std::string bind_error(const std::string& text) {
+        try {
+            graph::bind_graph(graph::graph_file_from_string(text, "edited.json"), *model_);
+        } catch (const graph::GraphError& e) {
+            return e.what();
+        }
+        return "";
+    }
+    std::shared_ptr<const GgufFile> model_;
+};
+
+TEST_F(GraphBindTest, LlamaJsonBindsSymbolsAndUnrollsLayers) {
+    graph::Graph g = graph::bind_graph(graph::load_graph_file(graph::default_graph_path()), *model_);
+    EXPECT_EQ(g.symbols.at("n_embd"), 24);
+    EXPECT_EQ(g.symbols.at("n_layer"), 3);
+    EXPECT_EQ(g.symbols.at("n_head_kv"), 2);
+    EXPECT_EQ(g.symbols.at("head_dim"), 4);
+    EXPECT_EQ(g.symbols.at("rope_base"), 10000);
+    ASSERT_EQ(g.nodes.size(), 1u + 3 * 15 + 2);  // embedding, 15 nodes a layer, final norm and logits
+    EXPECT_EQ(g.nodes[1].name, "blk.0.attn_in");
+    EXPECT_EQ(g.nodes.back().name, "logits");
+    // The residual stream: layer 1's first norm reads layer 0's last add.
+    const graph::GraphNode& norm1 = g.nodes[1 + 15];
+    EXPECT_EQ(norm1.name, "blk.1.attn_in");
+    ASSERT_EQ(norm1.inputs[0].kind, graph::ValueRef::Kind::Node);
+    EXPECT_EQ(g.nodes[norm1.inputs[0].index].name, "blk.0.x");
+    // Attention nodes carry their layer.
+    EXPECT_EQ(g.nodes[1 + 15 + 6].name, "blk.1.attn");
+    EXPECT_EQ(g.nodes[1 + 15 + 6].params.layer, 1);
+}
+
+TEST_F(GraphBindTest, MissingOutputWeightFallsBackToEmbedding) {
+    // random models have output.weight; an edited graph asking for a missing one falls back.
+    const std::string text = replace_once(llama_json(), "\"output.weight\"", "\"no_such_output.weight\"");
+    graph::Graph g = graph::bind_graph(graph::graph_file_from_string(text, "edited.json"), *model_);
+    const graph::ValueRef w = g.nodes.back().inputs[1];
+    ASSERT_EQ(w.kind, graph::ValueRef::Kind::Weight);
+    EXPECT_EQ(g.weights[w.index].name, "token_embd.weight");
+}
+
+TEST_F(GraphBindTest, UnknownOpNamesNodeAndOp) {
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"op\": \"swiglu\"", "\"op\": \"swiglu2\"")),
+                AllOf(HasSubstr("edited.json"), HasSubstr("node 'blk.0.act'"), HasSubstr("unknown op 'swiglu2'")));
+}
+
+TEST_F(GraphBindTest, MissingInputNamesNodeAndInput) {
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"in\": [\"gate\", \"up\"]", "\"in\": [\"gate\", \"upp\"]")),
+                AllOf(HasSubstr("node 'blk.0.act'"), HasSubstr("input 'upp'")));
+}
+
+TEST_F(GraphBindTest, MissingWeightNamesBothCandidates) {
+    std::string text = replace_once(llama_json(), "\"output.weight\"", "\"a.weight\"");
+    text = replace_once(text, "\"token_embd.weight\" }", "\"b.weight\" }");
+    EXPECT_THAT(bind_error(text), AllOf(HasSubstr("node 'logits'"), HasSubstr("'a.weight'"), HasSubstr("'b.weight'")));
+}
+
+TEST_F(GraphBindTest, UnboundSymbolAndMissingKey) {
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"eps\": \"eps\" }", "\"eps\": \"epsilon\" }")),
+                AllOf(HasSubstr("node 'blk.0.attn_in'"), HasSubstr("'epsilon' is not a bound symbol")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "llama.embedding_length", "llama.width")),
+                AllOf(HasSubstr("symbol 'n_embd'"), HasSubstr("no metadata key 'llama.width'")));
+}
+
+TEST_F(GraphBindTest, UnknownAttributeListsKnownOnes) {
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"eps\": \"eps\" }", "\"epsilon\": \"eps\" }")),
+                AllOf(HasSubstr("node 'blk.0.attn_in'"), HasSubstr("unknown attribute 'epsilon'"), HasSubstr("rope_base")));
+}
+
+TEST_F(GraphBindTest, ArchitectureMismatchIsRefused) {
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"architecture\": \"llama\"", "\"architecture\": \"gpt2\"")),
+                HasSubstr("the model is 'llama' but this graph runs 'gpt2' models"));
+}
+
+TEST_F(GraphBindTest, NotJsonAndDuplicateIds) {
+    EXPECT_THROW(graph::graph_file_from_string("{ nope", "bad.json"), graph::GraphError);
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "{ \"id\": \"k\",", "{ \"id\": \"q\",")),
+                HasSubstr("defined twice"));
+}
+
+TEST_F(GraphBindTest, WrongArityAndShapeMismatchFailAtPlanTime) {
+    const std::string arity = replace_once(llama_json(), "\"in\": [\"q\", \"positions\"]", "\"in\": [\"q\"]");
+    graph::Graph g = graph::bind_graph(graph::graph_file_from_string(arity, "edited.json"), *model_);
+    try {
+        graph::make_plan(g, 4, 32);
+        FAIL() << "a rope with one input was planned";
+    } catch (const ops::PlanError& e) {
+        EXPECT_THAT(e.what(), AllOf(HasSubstr("[rope]"), HasSubstr("blk.0.q_rope"), HasSubstr("expects 2 inputs, got 1")));
+    }
+    // The FFN norm weight (24) applied to the FFN activations (40 wide): a shape error naming the node.
+    const std::string shape = replace_once(llama_json(), "\"in\": [\"act\", \"blk.{L}.ffn_down.weight\"]",
+                                           "\"in\": [\"act\", \"blk.{L}.ffn_gate.weight\"]");
+    graph::Graph g2 = graph::bind_graph(graph::graph_file_from_string(shape, "edited.json"), *model_);
+    try {
+        graph::make_plan(g2, 4, 32);
+        FAIL() << "a matmul with mismatched widths was planned";
+    } catch (const ops::PlanError& e) {
+        EXPECT_THAT(e.what(), AllOf(HasSubstr("[matmul]"), HasSubstr("blk.0.ffn_out")));
+    }
+}
+
+}  // namespace
+}  // namespace graphrun

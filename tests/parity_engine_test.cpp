@@ -1,0 +1,97 @@
+// tests/parity_engine_test.cpp — graphrun's greedy tokens equal llama.cpp's.
+//
+// Two sources of truth: expected.json in ../shared (ids llama.cpp wrote for stories260K and the
+// rand256 files) and live runs of llama.cpp (node-llama-cpp) on files `graphrun make-model` writes
+// at several shapes: odd widths, GQA ratios 1, 2 and 4, F32 and F16 weights.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "parity_util.h"
+#include "test_models.h"
+
+namespace graphrun {
+namespace {
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+    std::vector<int32_t> ids;
+    std::stringstream in(text);
+    for (int32_t id; in >> id;) ids.push_back(id);
+    return ids;
+}
+
+std::string join(const std::vector<int32_t>& ids) {
+    std::string s;
+    for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+    return s;
+}
+
+std::vector<int32_t> graphrun_greedy(const std::string& model, const std::vector<int32_t>& prompt, int n,
+                                     int threads = 0) {
+    test::ProcessResult r = test::run_graphrun(
+        {"-m", model, "--tokens", join(prompt), "-n", std::to_string(n), "-t", std::to_string(threads)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return parse_ids(r.out);
+}
+
+class ExpectedJson : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExpectedJson, GreedyIdsEqualLlamaCpps) {
+    const std::string dir = testing::shared_dir();
+    const std::string expected_path = dir + "/testdata/llamacpp-quantized/expected.json";
+    if (!std::filesystem::exists(expected_path)) GTEST_SKIP() << "no " << expected_path << " (needs ../shared)";
+    std::ifstream in(expected_path);
+    const auto expected = nlohmann::json::parse(in);
+    const std::string file = GetParam();
+    const std::string model = file == "stories260K.gguf" ? dir + "/models/" + file
+                                                         : dir + "/testdata/llamacpp-quantized/" + file;
+    const auto prompt = expected["prompt_ids"].get<std::vector<int32_t>>();
+    const auto want = expected["greedy_ids"][file].get<std::vector<int32_t>>();
+    EXPECT_EQ(graphrun_greedy(model, prompt, int(want.size())), want) << file;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, ExpectedJson,
+                         ::testing::Values("stories260K.gguf", "rand256-F32.gguf"),
+                         [](const auto& info) {
+                             std::string name = info.param.substr(0, info.param.find('.'));
+                             for (char& c : name)
+                                 if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                             return name;
+                         });
+
+struct ParityShape {
+    const char* name;
+    int64_t embd, layers, heads, kv_heads, ff;
+    DType type;
+};
+
+class LiveLlamaCpp : public ::testing::TestWithParam<ParityShape> {};
+
+TEST_P(LiveLlamaCpp, MakeModelFilesDecodeLikeLlamaCpp) {
+    const ParityShape s = GetParam();
+    graph::RandomLlamaSpec spec = testing::spec_of(s.embd, s.layers, s.heads, s.kv_heads, s.ff, 320, 1234);
+    spec.type = s.type;
+    const std::string model = testing::random_model_file(spec, std::string("parity_") + s.name);
+    const std::vector<int32_t> prompt = {1, 45, 300, 77, 12, 260};
+    const int n = 24;
+    test::LlamaReferenceOptions options;
+    options.ignore_eos = true;  // graphrun's --tokens mode generates exactly n tokens
+    auto ref = test::llama_cpp_reference(model, prompt, n, options);
+    if (!ref) GTEST_SKIP() << test::parity_harness_missing().value_or("llama.cpp reference not installed");
+    EXPECT_EQ(graphrun_greedy(model, prompt, n), ref->greedy_ids) << s.name;
+    EXPECT_EQ(graphrun_greedy(model, prompt, n, 1), ref->greedy_ids) << s.name << " with one thread";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LiveLlamaCpp,
+                         ::testing::Values(ParityShape{"w24_mha", 24, 2, 6, 6, 56, DType::F32},
+                                           ParityShape{"w40_gqa2", 40, 3, 4, 2, 88, DType::F32},
+                                           ParityShape{"w48_gqa4_f16", 48, 2, 8, 2, 100, DType::F16},
+                                           ParityShape{"w72_gqa2_f16", 72, 2, 6, 3, 136, DType::F16}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace graphrun

@@ -1,0 +1,120 @@
+// tests/plan_test.cpp — the planner: kernel choice, arena smaller than the naive sum, the verifier
+// passing on llama.json at several shapes and catching a deliberately broken plan.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/plan.h"
+#include "graph/session.h"
+#include "test_models.h"
+
+namespace graphrun {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Shape {
+    int64_t embd, layers, heads, kv_heads, ff;
+};
+
+class PlanShapes : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(PlanShapes, VerifierPassesAndArenaBeatsNaiveSum) {
+    const Shape s = GetParam();
+    const std::string name = "plan_" + std::to_string(s.embd) + "_" + std::to_string(s.heads) + "_" +
+                             std::to_string(s.kv_heads);
+    auto model = graph::Model::load(testing::random_model_file(testing::spec_of(s.embd, s.layers, s.heads, s.kv_heads, s.ff), name));
+    for (int64_t n_tokens : {1, 7, 64}) {
+        graph::Plan plan = graph::make_plan(model->graph(), n_tokens, 128);
+        EXPECT_NO_THROW(graph::verify_plan(plan));
+        EXPECT_LT(plan.arena_bytes, plan.naive_bytes) << n_tokens << " tokens";
+        EXPECT_EQ(plan.kv.n_layer, s.layers);
+        EXPECT_EQ(plan.kv.row, s.kv_heads * (s.embd / s.heads));
+        EXPECT_EQ(plan.kv.bytes(), 2 * s.layers * 128 * plan.kv.row * 4);
+        // Every intermediate lies in the arena, aligned, and the logits are (n_tokens, n_vocab).
+        for (const graph::PlanTensor& t : plan.tensors)
+            if (t.kind != graph::PlanTensor::Kind::Weight) EXPECT_EQ(t.offset % graph::kArenaAlignment, 0);
+        EXPECT_EQ(plan.tensors[plan.output_tensors[0]].desc.shape, (std::vector<int64_t>{n_tokens, 320}));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PlanShapes,
+                         ::testing::Values(Shape{16, 2, 4, 2, 48}, Shape{24, 3, 6, 6, 40}, Shape{40, 2, 4, 2, 72},
+                                           Shape{48, 1, 4, 1, 100}));
+
+TEST(Plan, KernelChoiceFollowsWeightType) {
+    graph::RandomLlamaSpec spec = testing::spec_of(32, 1, 4, 2, 64);
+    spec.type = DType::F16;
+    auto model = graph::Model::load(testing::random_model_file(spec, "plan_f16"));
+    graph::Plan plan = graph::make_plan(model->graph(), 3, 16);
+    int matmuls = 0;
+    for (const graph::PlanStep& step : plan.steps) {
+        if (model->graph().nodes[step.node].op != "matmul") continue;
+        EXPECT_STREQ(step.op->name, "matmul_f32");
+        EXPECT_EQ(plan.tensors[step.inputs[1]].desc.dtype, DType::F16);
+        ++matmuls;
+    }
+    EXPECT_EQ(matmuls, 7 + 1);
+}
+
+TEST(Plan, VerifierCatchesOverlappingLiveTensors) {
+    auto model = graph::Model::load(testing::random_model_file(testing::spec_of(16, 2, 4, 2, 48), "plan_broken"));
+    graph::Plan plan = graph::make_plan(model->graph(), 5, 32);
+    // q and k are both alive while attention runs; put k on top of q.
+    auto find = [&](const std::string& name) {
+        for (graph::PlanTensor& t : plan.tensors)
+            if (t.name == name) return &t;
+        throw std::runtime_error("no tensor " + name);
+    };
+    graph::PlanTensor* q = find("blk.0.q_rope");
+    graph::PlanTensor* k = find("blk.0.k_rope");
+    ASSERT_NE(q->offset, k->offset);
+    k->offset = q->offset;
+    try {
+        graph::verify_plan(plan);
+        FAIL() << "overlapping live tensors were not caught";
+    } catch (const ops::PlanError& e) {
+        EXPECT_THAT(e.what(), AllOf(HasSubstr("blk.0.q"), HasSubstr("blk.0.k"), HasSubstr("share bytes")));
+    }
+    // An offset outside the arena is caught too.
+    k->offset = plan.arena_bytes;
+    EXPECT_THROW(graph::verify_plan(plan), ops::PlanError);
+}
+
+TEST(Plan, AllocatorReusesFreedGapsAndKeepsLiveOnesApart) {
+    // Hand-made lifetimes: a [0,1] and c [2,3] can share bytes; b [1,2] overlaps both in time.
+    graph::Plan plan;
+    auto add = [&](const char* name, int64_t bytes, int first, int last) {
+        graph::PlanTensor t{name, {DType::F32, {bytes / 4}}, graph::PlanTensor::Kind::Intermediate};
+        t.bytes = bytes;
+        t.first_step = first;
+        t.last_step = last;
+        plan.tensors.push_back(t);
+    };
+    add("a", 1000, 0, 1);
+    add("b", 600, 1, 2);
+    add("c", 900, 2, 3);
+    graph::assign_arena_offsets(plan);
+    graph::verify_plan(plan);
+    EXPECT_EQ(plan.tensors[0].offset, plan.tensors[2].offset);  // c reuses a's bytes
+    EXPECT_EQ(plan.arena_bytes, 1024 + 640);
+}
+
+TEST(Plan, JsonDumpHasTheContractFields) {
+    auto model = graph::Model::load(testing::random_model_file(testing::spec_of(16, 2, 4, 2, 48), "plan_json"));
+    graph::Plan plan = graph::make_plan(model->graph(), 4, 64);
+    auto j = nlohmann::json::parse(graph::dump_plan_json(plan, model->graph()));
+    EXPECT_EQ(j["steps"].size(), plan.steps.size());
+    EXPECT_EQ(j["arena_bytes"].get<int64_t>(), plan.arena_bytes);
+    EXPECT_EQ(j["naive_bytes"].get<int64_t>(), plan.naive_bytes);
+    EXPECT_EQ(j["kv_cache_bytes"].get<int64_t>(), plan.kv.bytes());
+    EXPECT_EQ(j["weight_bytes"].get<int64_t>(), plan.weight_bytes);
+    EXPECT_EQ(j["steps"][0]["kernel"], "embedding");
+    const std::string text = graph::dump_plan_text(plan, model->graph());
+    EXPECT_THAT(text, AllOf(HasSubstr("matmul_f32"), HasSubstr("arena peak"), HasSubstr("KV cache"),
+                            HasSubstr("weights mapped")));
+}
+
+}  // namespace
+}  // namespace graphrun
