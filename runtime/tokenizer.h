@@ -49,11 +49,16 @@ class Tokenizer {
     std::string token_to_piece(int32_t id, bool special = false) const;
 
     // Concatenated pieces. When the vocabulary prefixes a space (SPM), one leading space is removed
-    // from the first token after an optional leading BOS, so for every text x:
+    // from the first token after an optional leading BOS, so for a text x (parse_special off):
     //   decode(encode(x, false)) == x   and   decode(encode(x, true)) == x
     //   decode(encode(x, true), /*special=*/true) == "<s>" + x   (the BOS text, then x)
-    // (byte fallback makes every byte string encodable). llama.cpp's detokenizer differs in one
-    // detail: it keeps that space when a BOS comes first.
+    // provided the vocabulary has a "▁" piece (else the prefixed space comes back as U+2581), x
+    // holds no "▁" of its own (pieces turn every "▁" into a space) and no user-defined token text
+    // (the text after one gets a space prefix of its own). Byte fallback makes any bytes encodable.
+    // llama.cpp's detokenizer differs in one detail: it keeps that space when a BOS comes first.
+    // BPE vocabularies prefix nothing and strip nothing: decode(encode(x, false)) == x for valid
+    // UTF-8 x when all 256 byte symbols are in the vocabulary (llama.cpp drops bytes that have none,
+    // and reads invalid UTF-8 as U+FFFD).
     std::string decode(std::span<const int32_t> ids, bool special = false) const;
 
     int32_t n_vocab() const;
