@@ -35,8 +35,8 @@ namespace {
 //         prepare_items, reference, flops.
 const std::vector<OpDef> kOps = {
     // f32 ops (ops/embedding.cpp, rmsnorm.cpp, matmul_f32.cpp, rope.cpp, attention.cpp, swiglu.cpp, add.cpp).
-    // Grains: a weight-row range of 16 is ~16 KiB..128 KiB of weights at Llama widths and still leaves
-    // 4 ranges for a 64-wide toy model; per-token ops split by single tokens (a row is already
+    // Grains: 16 weight rows are 128 KiB (f16) to 256 KiB (f32) of weights at n_embd 4096 and still
+    // leave 4 ranges for a 64-wide toy model; per-token ops split by single tokens (a row is already
     // thousands of elements); attention splits by single (token, head) pairs.
     {"embedding", 2, false, embedding_infer, nullptr, embedding_work_items, 8, embedding_run, nullptr, nullptr,
      embedding_reference, embedding_flops},
