@@ -33,8 +33,11 @@ TEST_P(PlanShapes, VerifierPassesAndArenaBeatsNaiveSum) {
         EXPECT_EQ(plan.kv.row, s.kv_heads * (s.embd / s.heads));
         EXPECT_EQ(plan.kv.bytes(), 2 * s.layers * 128 * plan.kv.row * 4);
         // Every intermediate lies in the arena, aligned, and the logits are (n_tokens, n_vocab).
-        for (const graph::PlanTensor& t : plan.tensors)
-            if (t.kind != graph::PlanTensor::Kind::Weight) EXPECT_EQ(t.offset % graph::kArenaAlignment, 0);
+        for (const graph::PlanTensor& t : plan.tensors) {
+            if (t.kind != graph::PlanTensor::Kind::Weight) {
+                EXPECT_EQ(t.offset % graph::kArenaAlignment, 0);
+            }
+        }
         EXPECT_EQ(plan.tensors[plan.output_tensors[0]].desc.shape, (std::vector<int64_t>{n_tokens, 320}));
     }
 }

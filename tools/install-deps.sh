@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(g++ cmake make libeigen3-dev libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev libcli11-dev)
+          nlohmann-json3-dev libcli11-dev libicu-dev)
 if [[ "${1:-}" == "--parity" ]] && ! command -v node >/dev/null; then
   packages+=(nodejs npm)
 fi
