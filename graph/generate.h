@@ -1,0 +1,29 @@
+// graph/generate.h — the decode loop: evaluate a prompt, then sample and feed back one token at a
+// time, timing both phases so the command line can report tokens/s and the bandwidth they imply.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "graph/session.h"
+#include "runtime/sampler.h"
+
+namespace graphrun::graph {
+
+struct GenerationStats {
+    int64_t prompt_tokens = 0;
+    double prompt_seconds = 0;
+    int64_t generated_tokens = 0;  // tokens handed to on_token
+    int64_t decode_steps = 0;      // one-token evaluations (generated_tokens, less the last)
+    double decode_seconds = 0;
+};
+
+// Evaluates `prompt` (appending it to the session's KV cache), then repeats: sample a token,
+// hand it to on_token, and evaluate it, until on_token returns false or n_predict tokens were
+// produced (n_predict < 0: until the context is full). The prompt tokens are accepted into the
+// sampler's history first, so repetition penalties see them, as in llama.cpp.
+GenerationStats generate(Session& session, Sampler& sampler, std::span<const int32_t> prompt, int64_t n_predict,
+                         const std::function<bool(int32_t token)>& on_token);
+
+}  // namespace graphrun::graph
