@@ -72,4 +72,18 @@ void add_run(const KernelArgs& args, int64_t begin, int64_t end);
 void add_reference(const KernelArgs& args);
 double add_flops(const KernelArgs& args);
 
+// ---- gelu (ops/gelu.cpp): x (..., n) -> 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); in place ----
+TensorDesc gelu_infer(const NodeInfo& node);
+int64_t gelu_work_items(const KernelArgs& args);  // rows
+void gelu_run(const KernelArgs& args, int64_t begin, int64_t end);
+void gelu_reference(const KernelArgs& args);
+double gelu_flops(const KernelArgs& args);
+
+// ---- mul (ops/mul.cpp): a, b same shape -> a * b; in place ----
+TensorDesc mul_infer(const NodeInfo& node);
+int64_t mul_work_items(const KernelArgs& args);  // rows
+void mul_run(const KernelArgs& args, int64_t begin, int64_t end);
+void mul_reference(const KernelArgs& args);
+double mul_flops(const KernelArgs& args);
+
 }  // namespace graphrun::ops

@@ -55,6 +55,10 @@ const std::vector<OpDef> kOps = {
      matmul_q8_run, matmul_quant_prepare, matmul_quant_prepare_items, matmul_q8_reference, matmul_quant_flops},
     {"matmul_q4", 2, false, matmul_q4_infer, matmul_quant_scratch_bytes, matmul_quant_work_items, 32,
      matmul_q4_run, matmul_quant_prepare, matmul_quant_prepare_items, matmul_q4_reference, matmul_quant_flops},
+    // Elementwise ops of GLU variants (ops/gelu.cpp, mul.cpp): split by single rows, like add.
+    {"gelu", 1, true, gelu_infer, nullptr, gelu_work_items, 1, gelu_run, nullptr, nullptr, gelu_reference,
+     gelu_flops},
+    {"mul", 2, true, mul_infer, nullptr, mul_work_items, 1, mul_run, nullptr, nullptr, mul_reference, mul_flops},
 };
 
 }  // namespace
