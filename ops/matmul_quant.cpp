@@ -48,8 +48,10 @@ int64_t n_tokens_of(const KernelArgs& a) {
     return a.in[0].rows();
 }
 
-// The op with an explicit dot kernel; matmul_q8_run / matmul_q4_run pass the dispatched one.
-void run_rows(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot, DType weight_type) {
+// The op with explicit dot kernels; matmul_q8_run / matmul_q4_run pass the dispatched ones.
+// dot4 (four weight rows per call, may be nullptr) takes the rows four at a time, dot the rest.
+void run_rows(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot, VecDot4Fn dot4,
+              DType weight_type) {
     const TensorRef& w = a.in[1];
     const int64_t k = w.dim(1), n_out = w.dim(0), n_tokens = n_tokens_of(a);
     const int64_t w_row = row_bytes(weight_type, k), xq_row = row_bytes(DType::Q8_0, k);
@@ -58,8 +60,14 @@ void run_rows(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot, DTy
     float* y = a.out.as<float>();
     for (int64_t n0 = begin; n0 < end; n0 += kRowTile) {
         const int64_t n1 = std::min(end, n0 + kRowTile);
-        for (int64_t t = 0; t < n_tokens; ++t)
-            for (int64_t n = n0; n < n1; ++n) y[t * n_out + n] = dot(k, wq + n * w_row, xq + t * xq_row);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const uint8_t* x_t = xq + t * xq_row;
+            float* y_t = y + t * n_out;
+            int64_t n = n0;
+            if (dot4)
+                for (; n + 4 <= n1; n += 4) dot4(k, wq + n * w_row, w_row, x_t, y_t + n);
+            for (; n < n1; ++n) y_t[n] = dot(k, wq + n * w_row, x_t);
+        }
     }
 }
 
@@ -127,14 +135,14 @@ void matmul_quant_prepare(const KernelArgs& a, int64_t begin, int64_t end) {
 }
 
 void matmul_q8_run(const KernelArgs& a, int64_t begin, int64_t end) {
-    run_rows(a, begin, end, quant_traits(DType::Q8_0)->vec_dot, DType::Q8_0);
+    run_rows(a, begin, end, quant_traits(DType::Q8_0)->vec_dot, active_vec_dot4(DType::Q8_0), DType::Q8_0);
 }
 void matmul_q4_run(const KernelArgs& a, int64_t begin, int64_t end) {
-    run_rows(a, begin, end, quant_traits(DType::Q4_0)->vec_dot, DType::Q4_0);
+    run_rows(a, begin, end, quant_traits(DType::Q4_0)->vec_dot, active_vec_dot4(DType::Q4_0), DType::Q4_0);
 }
 
-void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot) {
-    run_rows(a, begin, end, dot, a.in[1].dtype);
+void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot, VecDot4Fn dot4) {
+    run_rows(a, begin, end, dot, dot4, a.in[1].dtype);
 }
 
 void matmul_q8_reference(const KernelArgs& a) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -60,6 +61,15 @@ SimdLevel active_simd_level() {
         return best;
     }();
     return level;
+}
+
+const float* fp16_to_f32_table() {
+    static const std::unique_ptr<float[]> table = [] {
+        auto t = std::make_unique<float[]>(65536);
+        for (uint32_t h = 0; h < 65536; ++h) t[h] = fp16_to_f32(uint16_t(h));
+        return t;
+    }();
+    return table.get();
 }
 
 // ---- reference quantizers (ggml's *_ref functions: the format's definition) ----
@@ -225,6 +235,13 @@ const QuantTraits* quant_traits(DType type) {
     static const TraitsTable table;
     for (const QuantTraits& t : table.rows)
         if (t.type == type) return &t;
+    return nullptr;
+}
+
+VecDot4Fn active_vec_dot4(DType weight_type) {
+    if (active_simd_level() != SimdLevel::Avx512) return nullptr;
+    if (weight_type == DType::Q8_0) return avx512::vec_dot4_q8_0_q8_0;
+    if (weight_type == DType::Q4_0) return avx512::vec_dot4_q4_0_q8_0;
     return nullptr;
 }
 

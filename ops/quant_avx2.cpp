@@ -17,10 +17,6 @@ namespace {
 
 #define GR_AVX2 __attribute__((target("avx2,fma,f16c")))
 
-GR_AVX2 inline float fp16_scale(uint16_t h) {
-    return _cvtsh_ss(h);
-}
-
 GR_AVX2 inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -28,64 +24,69 @@ GR_AVX2 inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-// 32 signed bytes · 32 signed bytes -> 8 int32 partial sums (4 products each).
-// maddubs wants unsigned · signed, so move w's sign onto x: |w| · (x * sign(w)).
-// No int16 overflow: |w| <= 128 and |x| <= 127 (activations are quantized with amax -> 127),
-// so a pair is at most 2 * 128 * 127 = 32512.
-GR_AVX2 inline __m256i dot_i8(__m256i w, __m256i x) {
-    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-
-// A Q4_0 block's 16 bytes -> its 32 weights as signed bytes in order (-8..7):
-// low nibbles are weights 0..15, high nibbles weights 16..31.
-GR_AVX2 inline __m256i unpack_q4(const uint8_t* qs) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
+// d_w * d_x in all 8 lanes. Both scales are broadcast straight from the fp16 table in memory (pure
+// loads), which leaves the shuffle port to the dot products; the product is the scalar path's.
+GR_AVX2 inline __m256 block_scale(const float* f16, uint16_t dw, uint16_t dx) {
+    return _mm256_mul_ps(_mm256_broadcast_ss(f16 + dw), _mm256_broadcast_ss(f16 + dx));
 }
 
 GR_AVX2 inline __m256i load32(const int8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-GR_AVX2 float dot_q8_q8(int64_t n, const block_q8_0* w, const block_q8_0* x) {
+// 32 signed bytes · 32 signed bytes -> 8 int32 partial sums (4 products each).
+// maddubs wants unsigned · signed, so move w's sign onto x: |w| · (x * sign(w)).
+// No int16 overflow: |w| <= 128 and |x| <= 127 (activations are quantized with amax -> 127),
+// so a pair is at most 2 * 128 * 127 = 32512.
+GR_AVX2 inline __m256 block_q8(const block_q8_0& w, const block_q8_0& x, const float* f16, __m256 acc) {
+    const __m256i wq = load32(w.qs);
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(load32(x.qs), wq));
+    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
+}
+
+// Q4_0 weights are nibble - 8, so w · x = nibble · x - 8 · x, both as maddubs (unsigned · signed):
+// the nibbles (0..15) are already the unsigned operand. The 16 packed bytes are broadcast to both
+// halves and the upper half shifted by 4, so the vector holds nibbles 0..15 then 16..31 in order.
+// int16 pair sums: |2 * 15 * 127 - 2 * 8 * (-127)| < 32767.
+GR_AVX2 inline __m256 block_q4(const block_q4_0& w, const block_q8_0& x, const float* f16, __m256 acc) {
+    const __m256i packed =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs)));
+    const __m256i nibbles = _mm256_and_si256(
+        _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
+    const __m256i xq = load32(x.qs);
+    const __m256i pairs =
+        _mm256_sub_epi16(_mm256_maddubs_epi16(nibbles, xq), _mm256_maddubs_epi16(_mm256_set1_epi8(8), xq));
+    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
+}
+
+// Four accumulators: an FMA waits 4 cycles on its accumulator; four chains keep the units busy.
+template <typename WBlock, __m256 (*Block)(const WBlock&, const block_q8_0&, const float*, __m256)>
+GR_AVX2 inline float dot_rows(int64_t n, const WBlock* w, const block_q8_0* x) {
+    const float* f16 = fp16_to_f32_table();
     const int64_t nb = n / kQK;
-    // Two accumulators: consecutive FMAs into one register would wait on each other.
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        const __m256 d0 = _mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d));
-        const __m256 d1 = _mm256_set1_ps(fp16_scale(w[b + 1].d) * fp16_scale(x[b + 1].d));
-        const __m256i s0 = dot_i8(load32(w[b].qs), load32(x[b].qs));
-        const __m256i s1 = dot_i8(load32(w[b + 1].qs), load32(x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(s0), acc0);
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(s1), acc1);
+    for (; b + 3 < nb; b += 4) {
+        // Ask for the row's bytes 512 ahead: the hardware prefetcher alone leaves the loop waiting on DRAM.
+        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 512, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w + b + 2) + 512, _MM_HINT_T0);
+        acc0 = Block(w[b], x[b], f16, acc0);
+        acc1 = Block(w[b + 1], x[b + 1], f16, acc1);
+        acc2 = Block(w[b + 2], x[b + 2], f16, acc2);
+        acc3 = Block(w[b + 3], x[b + 3], f16, acc3);
     }
-    if (b < nb) {
-        const __m256 d = _mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d));
-        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(load32(w[b].qs), load32(x[b].qs))), acc0);
-    }
-    return hsum(_mm256_add_ps(acc0, acc1));
+    for (; b < nb; ++b) acc0 = Block(w[b], x[b], f16, acc0);
+    return hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+}
+
+GR_AVX2 float dot_q8_q8(int64_t n, const block_q8_0* w, const block_q8_0* x) {
+    return dot_rows<block_q8_0, block_q8>(n, w, x);
 }
 
 GR_AVX2 float dot_q4_q8(int64_t n, const block_q4_0* w, const block_q8_0* x) {
-    const int64_t nb = n / kQK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        const __m256 d0 = _mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d));
-        const __m256 d1 = _mm256_set1_ps(fp16_scale(w[b + 1].d) * fp16_scale(x[b + 1].d));
-        const __m256i s0 = dot_i8(unpack_q4(w[b].qs), load32(x[b].qs));
-        const __m256i s1 = dot_i8(unpack_q4(w[b + 1].qs), load32(x[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(d0, _mm256_cvtepi32_ps(s0), acc0);
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(s1), acc1);
-    }
-    if (b < nb) {
-        const __m256 d = _mm256_set1_ps(fp16_scale(w[b].d) * fp16_scale(x[b].d));
-        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(unpack_q4(w[b].qs), load32(x[b].qs))), acc0);
-    }
-    return hsum(_mm256_add_ps(acc0, acc1));
+    return dot_rows<block_q4_0, block_q4>(n, w, x);
 }
 
 GR_AVX2 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {

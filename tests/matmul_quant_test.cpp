@@ -63,22 +63,30 @@ TEST(MatmulQuant, EveryPathThroughTheOpLoopMatchesReference) {
     const int64_t n_tokens = 3, n = 21, k = 160;
     for (DType wtype : {DType::Q8_0, DType::Q4_0}) {
         const bool q8 = wtype == DType::Q8_0;
-        const std::pair<bool, VecDotFn> paths[] = {
-            {true, q8 ? scalar::vec_dot_q8_0_q8_0 : scalar::vec_dot_q4_0_q8_0},
-            {cpu_features().avx2, q8 ? avx2::vec_dot_q8_0_q8_0 : avx2::vec_dot_q4_0_q8_0},
-            {cpu_features().avx512, q8 ? avx512::vec_dot_q8_0_q8_0 : avx512::vec_dot_q4_0_q8_0}};
+        struct Path {
+            bool available;
+            VecDotFn dot;
+            VecDot4Fn dot4;
+        };
+        const Path paths[] = {
+            {true, q8 ? scalar::vec_dot_q8_0_q8_0 : scalar::vec_dot_q4_0_q8_0, nullptr},
+            {cpu_features().avx2, q8 ? avx2::vec_dot_q8_0_q8_0 : avx2::vec_dot_q4_0_q8_0, nullptr},
+            {cpu_features().avx512, q8 ? avx512::vec_dot_q8_0_q8_0 : avx512::vec_dot_q4_0_q8_0, nullptr},
+            {cpu_features().avx512, q8 ? avx512::vec_dot_q8_0_q8_0 : avx512::vec_dot_q4_0_q8_0,
+             q8 ? avx512::vec_dot4_q8_0_q8_0 : avx512::vec_dot4_q4_0_q8_0}};
         const auto wf = testing::random_uniform(size_t(n * k), 1);
         const auto xf = testing::random_uniform(size_t(n_tokens * k), 2);
         QuantMatmul ref(wtype, n_tokens, n, k, wf, xf);
         op_for(wtype).reference(ref.args);
         int i = 0;
-        for (auto [available, dot] : paths) {
+        for (const Path& p : paths) {
             ++i;
-            if (!available) continue;
+            if (!p.available) continue;
             QuantMatmul m(wtype, n_tokens, n, k, wf, xf);
             op_for(wtype).prepare(m.args, 0, n_tokens);
-            matmul_quant_run_with(m.args, 0, 10, dot);
-            matmul_quant_run_with(m.args, 10, n, dot);
+            // Ranges of 10 and 11 rows: two four-row steps and single rows at each end.
+            matmul_quant_run_with(m.args, 0, 10, p.dot, p.dot4);
+            matmul_quant_run_with(m.args, 10, n, p.dot, p.dot4);
             EXPECT_LT(nmse(m.y, ref.y), 1e-12) << dtype_name(wtype) << " path " << i;
         }
     }
