@@ -1,0 +1,169 @@
+// bench/matmul_bench.cpp — matmul at Llama shapes for every weight type, as decode (n_tokens 1,
+// bound by reading the weights) and as a prompt batch (n_tokens 32, bound by arithmetic).
+//
+//   x (T, K) f32 · W (N, K)ᵀ f32|f16|q8_0|q4_0 -> y (T, N) f32
+//
+// Each benchmark is named matmul/<type>/<N>x<K>/T<T>/<variant>:
+//   scalar   the plain C++ path (matmul_quant_run_with(scalar::vec_dot_*), matmul_f32's Scalar path)
+//   simd_1t  the path the op table dispatches to, one thread
+//   simd_2t  the same split over weight rows by tbb::parallel_for on 2 threads
+// Counters: W_bytes/s (weight bytes read per second: the figure to hold against the machine's read
+// bandwidth, bench/bandwidth_bench.cpp) and FLOP/s (2·T·N·K per call).
+// The weights never sit in cache between iterations: every iteration uses the next of as many
+// copies as fill kBeyondCacheBytes (1.25 GiB, 4x the L3).
+//   graphrun_bench --benchmark_filter='matmul/q4_0/4096x4096/T1/'
+#include <benchmark/benchmark.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/big_buffer.h"
+#include "ops/matmul_f32.h"
+#include "ops/op_table.h"
+#include "ops/quant.h"
+#include "ops/quant_kernels.h"
+
+namespace graphrun::bench {
+namespace {
+
+enum class Variant { Scalar, Simd1, Simd2 };
+const char* variant_name(Variant v) {
+    return v == Variant::Scalar ? "scalar" : v == Variant::Simd1 ? "simd_1t" : "simd_2t";
+}
+
+// Uniform [-1, 1) from a 64-bit xorshift: filling a GiB of weights with mt19937 would dominate the run.
+struct FastRandom {
+    uint64_t s;
+    float next() {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        return float(int64_t(s >> 40) - (int64_t(1) << 23)) / float(1 << 23);
+    }
+};
+
+// `copies` distinct (N, K) weight matrices of one type, back to back. The most recent pool is kept, so
+// the six benchmarks of one (type, shape) build it once; benchmarks run in registration order.
+struct WeightPool {
+    DType type;
+    int64_t n, k, matrix_bytes, copies;
+    BigBuffer bytes;
+
+    const uint8_t* copy(int64_t i) const { return bytes.data() + (i % copies) * matrix_bytes; }
+};
+
+const WeightPool& weight_pool(DType type, int64_t n, int64_t k) {
+    static std::unique_ptr<WeightPool> pool;
+    if (pool && pool->type == type && pool->n == n && pool->k == k) return *pool;
+    pool.reset();  // free the previous GiB before taking the next
+    const int64_t matrix_bytes = n * row_bytes(type, k);
+    const int64_t copies = std::max<int64_t>(2, (kBeyondCacheBytes + matrix_bytes - 1) / matrix_bytes);
+    pool = std::make_unique<WeightPool>(
+        WeightPool{type, n, k, matrix_bytes, copies, BigBuffer(copies * matrix_bytes)});
+    FastRandom rng{0x9e3779b97f4a7c15ull};
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int64_t r = 0; r < n; ++r) {
+        for (float& v : row) v = rng.next();
+        ops::quant_traits(type)->quantize_row(row.data(), pool->bytes.data() + r * row_bytes(type, k), k);
+    }
+    for (int64_t c = 1; c < copies; ++c)
+        std::memcpy(pool->bytes.data() + c * matrix_bytes, pool->bytes.data(), size_t(matrix_bytes));
+    return *pool;
+}
+
+TensorRef ref(DType type, int64_t rows, int64_t cols, void* data) {
+    TensorRef t;
+    t.dtype = type;
+    t.rank = 2;
+    t.shape = {rows, cols, 0, 0};
+    t.data = data;
+    return t;
+}
+
+void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_t n_tokens, Variant variant) {
+    const WeightPool& pool = weight_pool(type, n, k);
+    const bool quantized = type == DType::Q8_0 || type == DType::Q4_0;
+    const ops::OpDef& op = *ops::find_op(type == DType::Q8_0   ? "matmul_q8"
+                                         : type == DType::Q4_0 ? "matmul_q4"
+                                                               : "matmul_f32");
+    std::vector<float> x(static_cast<size_t>(n_tokens * k)), y(static_cast<size_t>(n_tokens * n));
+    FastRandom rng{12345};
+    for (float& v : x) v = rng.next();
+    std::vector<uint8_t> scratch(static_cast<size_t>(n_tokens * row_bytes(DType::Q8_0, k)));
+    KernelArgs args;
+    args.n_in = 2;
+    args.in[0] = ref(DType::F32, n_tokens, k, x.data());
+    args.in[1] = ref(type, n, k, const_cast<uint8_t*>(pool.copy(0)));
+    args.out = ref(DType::F32, n_tokens, n, y.data());
+    args.scratch = scratch.data();
+    args.scratch_bytes = int64_t(scratch.size());
+
+    const ops::VecDotFn scalar_dot =
+        type == DType::Q8_0 ? ops::scalar::vec_dot_q8_0_q8_0 : ops::scalar::vec_dot_q4_0_q8_0;
+    const ops::MatmulF32Path f32_path =
+        variant == Variant::Scalar ? ops::MatmulF32Path::Scalar : ops::matmul_f32_best_path();
+    auto run = [&](int64_t begin, int64_t end) {
+        if (!quantized) return ops::matmul_f32_run_path(f32_path, args, begin, end);
+        if (variant == Variant::Scalar) return ops::matmul_quant_run_with(args, begin, end, scalar_dot);
+        op.run(args, begin, end);
+    };
+    tbb::task_arena arena(variant == Variant::Simd2 ? 2 : 1);
+    int64_t iteration = 0;
+    for (auto _ : state) {
+        args.in[1].data = const_cast<uint8_t*>(pool.copy(iteration++));
+        if (quantized) {
+            // The activations are quantized once per call, inside the timing, as the executor does.
+            if (variant == Variant::Scalar)
+                for (int64_t t = 0; t < n_tokens; ++t)
+                    ops::quantize_row_q8_0_ref(
+                        &x[size_t(t * k)],
+                        reinterpret_cast<ops::block_q8_0*>(scratch.data() + t * row_bytes(DType::Q8_0, k)),
+                        k);
+            else
+                op.prepare(args, 0, n_tokens);
+        }
+        if (variant == Variant::Simd2)
+            arena.execute([&] {
+                tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64),
+                                  [&](const tbb::blocked_range<int64_t>& r) { run(r.begin(), r.end()); });
+            });
+        else
+            run(0, n);
+        benchmark::ClobberMemory();
+    }
+    const double iters = double(state.iterations());
+    state.counters["W_bytes/s"] =
+        benchmark::Counter(double(pool.matrix_bytes) * iters, benchmark::Counter::kIsRate);
+    state.counters["FLOP/s"] = benchmark::Counter(op.flops(args) * iters, benchmark::Counter::kIsRate);
+    const std::string path = variant == Variant::Scalar ? "scalar"
+                             : quantized                ? ops::simd_level_name(ops::active_simd_level())
+                                                        : ops::matmul_f32_path_name(f32_path);
+    state.SetLabel(path + " x" + std::to_string(variant == Variant::Simd2 ? 2 : 1) + ", " +
+                   std::to_string(pool.copies) + " weight copies");
+}
+
+// Llama shapes (N, K): attention and output projections of a 2048-wide model (TinyLlama-1.1B), its
+// FFN up/gate and down, a 4096-wide projection (Llama-2-7B) and the 32000-token output layer.
+const int registered = [] {
+    const std::pair<int64_t, int64_t> shapes[] = {
+        {2048, 2048}, {5632, 2048}, {2048, 5632}, {4096, 4096}, {32000, 2048}};
+    for (DType type : {DType::Q4_0, DType::Q8_0, DType::F16, DType::F32})
+        for (auto [n, k] : shapes)
+            for (int64_t t : {1, 32})
+                for (Variant v : {Variant::Scalar, Variant::Simd1, Variant::Simd2}) {
+                    const std::string name = std::string("matmul/") + dtype_name(type) + "/" +
+                                             std::to_string(n) + "x" + std::to_string(k) + "/T" +
+                                             std::to_string(t) + "/" + variant_name(v);
+                    benchmark::RegisterBenchmark(name.c_str(), BM_matmul, type, n, k, t, v)
+                        ->UseRealTime()
+                        ->MinTime(0.1)
+                        ->Unit(benchmark::kMillisecond);
+                }
+    return 0;
+}();
+
+}  // namespace
+}  // namespace graphrun::bench
