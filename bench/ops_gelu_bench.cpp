@@ -1,0 +1,53 @@
+// bench/ops_gelu_bench.cpp — gelu and mul (the ops of the GeGLU example, docs/adding-an-op.md) at Llama-7B's
+// feed-forward width, one thread, the whole range in one call. Counters: bytes/s (inputs read plus the
+// output written) and FLOP/s from the op row's flops().
+//   graphrun_bench --benchmark_filter='BM_(gelu|mul)/'   (a bare 'mul' would match the matmul benchmarks too)
+#include <benchmark/benchmark.h>
+
+#include "tests/op_test_util.h"
+
+namespace graphrun::testing {
+namespace {
+
+constexpr double kMinTime = 0.05;
+constexpr int64_t kFf = 11008;
+
+// Runs the op's kernel over all its units for the benchmark's iterations and sets both counters.
+void run_and_report(benchmark::State& state, const char* name, OpCall& call) {
+    const ops::OpDef& op = op_row(name);
+    const KernelArgs args = call.args();
+    const int64_t units = op.work_items(args);
+    for (auto _ : state) {
+        op.run(args, 0, units);
+        benchmark::ClobberMemory();
+    }
+    double bytes = double(call.out.bytes.size());
+    for (const TestTensor& t : call.in) bytes += double(t.bytes.size());
+    const double iters = double(state.iterations());
+    state.counters["bytes/s"] = benchmark::Counter(bytes * iters, benchmark::Counter::kIsRate);
+    state.counters["FLOP/s"] = benchmark::Counter(op.flops(args) * iters, benchmark::Counter::kIsRate);
+}
+
+// gate (T, 11008) -> gelu(gate) (T, 11008)
+void BM_gelu(benchmark::State& state) {
+    const int64_t T = state.range(0);
+    OpCall c;
+    c.in = {f32_tensor({T, kFf}, random_floats(size_t(T * kFf), 21, -4, 4))};
+    c.out = output_tensor(DType::F32, {T, kFf});
+    run_and_report(state, "gelu", c);
+}
+BENCHMARK(BM_gelu)->Arg(1)->Arg(32)->MinTime(kMinTime);
+
+// a (T, 11008), b (T, 11008) -> a * b
+void BM_mul(benchmark::State& state) {
+    const int64_t T = state.range(0);
+    OpCall c;
+    c.in = {f32_tensor({T, kFf}, random_floats(size_t(T * kFf), 22, -4, 4)),
+            f32_tensor({T, kFf}, random_floats(size_t(T * kFf), 23))};
+    c.out = output_tensor(DType::F32, {T, kFf});
+    run_and_report(state, "mul", c);
+}
+BENCHMARK(BM_mul)->Arg(1)->Arg(32)->MinTime(kMinTime);
+
+}  // namespace
+}  // namespace graphrun::testing
