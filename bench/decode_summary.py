@@ -33,9 +33,13 @@ def main():
         v = runs[name]
         return statistics.median(v), max(v)
 
-    bw1, bw2 = fig("BM_read_bandwidth/threads:1"), fig("BM_read_bandwidth/threads:2")
-    print(f"read bandwidth, GB/s (median / best of {reps}): 1 thread {bw1[0]:.1f} / {bw1[1]:.1f}, "
-          f"2 threads {bw2[0]:.1f} / {bw2[1]:.1f}\n")
+    print(f"read bandwidth, GB/s (median / best of {reps}):")
+    for streams in (1, 4):
+        one, two = (fig(f"BM_read_bandwidth/threads:{t}/streams:{streams}") for t in (1, 2))
+        print(f"  {streams} stream(s) per thread: 1 thread {one[0]:.1f} / {one[1]:.1f}, "
+              f"2 threads {two[0]:.1f} / {two[1]:.1f}")
+    print()
+    bw2 = fig("BM_read_bandwidth/threads:2/streams:4")  # the ceiling: the higher of the two patterns
     print("| weights | N x K | 1 thread GB/s | 2 threads GB/s | 2 threads, % of 2-thread read bw |")
     print("| --- | --- | --- | --- | --- |")
     for name in runs:
