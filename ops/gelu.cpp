@@ -35,7 +35,8 @@ int64_t gelu_work_items(const KernelArgs& args) {
 }
 
 // 0.5 * (1 + tanh(u)) = 1 / (1 + exp(-2u)), so y = x / (1 + exp(-2u)): one expf instead of tanhf, and
-// no cancellation in 1 + tanh(u) for large negative x. For x -> -inf, exp overflows to inf and y -> -0.
+// no cancellation in 1 + tanh(u) for large negative x. Below x ~ -10 exp overflows to inf and y = -0;
+// x = +inf gives inf and x = -inf gives NaN, as the formula itself does.
 void gelu_run(const KernelArgs& args, int64_t begin, int64_t end) {
     const int64_t n = args.in[0].cols();
     const float* x = args.in[0].as<float>();
