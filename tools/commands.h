@@ -11,6 +11,7 @@ namespace graphrun::tools {
 void register_generate(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_make_model(CLI::App& app);
+void register_quantize(CLI::App& app);
 void register_tokenize(CLI::App& app);
 
 }  // namespace graphrun::tools

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
     graphrun::tools::register_generate(app);
     graphrun::tools::register_inspect(app);
     graphrun::tools::register_make_model(app);
+    graphrun::tools::register_quantize(app);
     graphrun::tools::register_tokenize(app);
     try {
         app.parse(argc, argv);
