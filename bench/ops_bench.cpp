@@ -58,14 +58,21 @@ void BM_rope(benchmark::State& state) {
 }
 BENCHMARK(BM_rope)->Arg(1)->Arg(32)->MinTime(kMinTime);
 
+// Values as the fp16 KV cache holds them.
+std::vector<uint16_t> f16_values(const std::vector<float>& x) {
+    std::vector<uint16_t> h(x.size());
+    for (size_t i = 0; i < x.size(); ++i) h[i] = f32_to_fp16(x[i]);
+    return h;
+}
+
 // Decode: one token at position n_pos - 1 attends over n_pos cached rows; 32 query heads, hd 128,
 // n_head_kv 32 (Llama-2-7B) or 8 (GQA 4, Llama-3-8B-like).
 void BM_attention_decode(benchmark::State& state) {
     const int64_t n_pos = state.range(0);
     const int n_head_kv = int(state.range(1));
     const int64_t qw = int64_t(kHeads) * kHeadDim, kvw = int64_t(n_head_kv) * kHeadDim;
-    std::vector<float> cache_k = random_floats(size_t(n_pos * kvw), 4),
-                       cache_v = random_floats(size_t(n_pos * kvw), 5);
+    std::vector<uint16_t> cache_k = f16_values(random_floats(size_t(n_pos * kvw), 4)),
+                          cache_v = f16_values(random_floats(size_t(n_pos * kvw), 5));
     OpCall c;
     c.in = {f32_tensor({1, qw}, random_floats(size_t(qw), 6)),
             f32_tensor({1, kvw}, random_floats(size_t(kvw), 7)),
@@ -80,8 +87,8 @@ void BM_attention_decode(benchmark::State& state) {
     const KernelArgs args = c.args();
     for (auto _ : state) run_whole(op, args), benchmark::ClobberMemory();
     // Every query head reads its kv head's rows; with GQA the group's re-reads hit the cache, so count
-    // the cache once plus q and out.
-    report(state, op, args, 4.0 * (2.0 * double(n_pos) * kvw + 2.0 * qw));
+    // the f16 cache once plus q and out (f32).
+    report(state, op, args, 2.0 * 2.0 * double(n_pos) * kvw + 4.0 * 2.0 * qw);
 }
 BENCHMARK(BM_attention_decode)
     ->ArgNames({"n_pos", "n_head_kv"})

@@ -44,7 +44,7 @@ struct KvCacheSpec {
     int64_t n_layer = 0;
     int64_t n_ctx = 0;
     int64_t row = 0;  // n_head_kv * head_dim
-    int64_t bytes() const { return 2 * n_layer * n_ctx * row * int64_t(sizeof(float)); }
+    int64_t bytes() const { return 2 * n_layer * n_ctx * row * int64_t(sizeof(uint16_t)); }  // k and v, fp16
 };
 
 struct Plan {

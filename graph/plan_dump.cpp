@@ -65,7 +65,7 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
            with_commas(plan.naive_bytes) + " bytes, " + ratio_text + " larger)\n";
     out += "  KV cache         " + with_commas(plan.kv.bytes()) + " bytes (" + std::to_string(plan.kv.n_layer) +
            " layers x " + std::to_string(plan.kv.n_ctx) + " positions x " + std::to_string(plan.kv.row) +
-           " floats, keys and values)\n";
+           " f16 values, keys and values)\n";
     out += "  weights mapped   " + with_commas(plan.weight_bytes) + " bytes\n";
     return out;
 }

@@ -1,90 +1,75 @@
-// ops/attention.cpp — causal self-attention over the KV cache, grouped-query heads.
-//   q (n_tokens, n_head * hd), k (n_tokens, n_head_kv * hd), v (n_tokens, n_head_kv * hd),
-//   positions (n_tokens) i32, KV cache layer k, v (n_ctx, n_head_kv * hd)  ->  out (n_tokens, n_head * hd)
-//   prepare: cache.k[positions[t]] = k[t], cache.v[positions[t]] = v[t]
+// ops/attention.cpp — causal self-attention over the f16 KV cache, grouped-query heads, with the numerics
+// of llama.cpp's CPU flash attention.
+//   q (n_tokens, n_head * hd), k (n_tokens, n_head_kv * hd), v (n_tokens, n_head_kv * hd) f32,
+//   positions (n_tokens) i32, KV cache layer k, v (n_ctx, n_head_kv * hd) f16
+//     ->  out (n_tokens, n_head * hd) f32
+//   prepare: cache.k[positions[t]] = f16(k[t]), cache.v[positions[t]] = f16(v[t])
 //   run, for token t and query head h, kv head g = h / (n_head / n_head_kv) (llama.cpp's GQA mapping):
 //     s_p = q[t,h] · cache.k[p, g] / sqrt(hd)                 for p = 0 .. positions[t] (causal)
 //     out[t,h] = sum_p softmax(s)_p * cache.v[p, g]
 // Units: prepare over tokens; run over (t, h) pairs, unit u = t * n_head + h. prepare finishes for every
 // token before run starts, so a token of the batch sees the rows earlier tokens of the same batch wrote.
-// No scratch: the softmax is computed online (running max and sum), accumulating straight into the
-// output row and rescaling it whenever the max grows.
-#include <immintrin.h>
+//
+// Numerics. Greedy decoding follows llama.cpp's tokens through near-ties only if every rounding step is
+// the same as its, so these are the steps of ggml_compute_forward_flash_attn_ext_f16_one_chunk with an
+// F16 KV cache (llama.cpp's default; llama-cli and node-llama-cpp turn flash attention on for the CPU),
+// as the AVX-512 build of ggml-cpu compiles it. Per (t, h):
+//   1. q is rounded to f16 (to nearest even), as K and V were when prepare wrote them.
+//   2. s_p = float(dot(q, k_p)) * (1 / sqrt(hd)), with ggml's f16 dot: the first hd & ~63 elements go into
+//      4 x 16 float lanes (accumulator g, lane l takes elements 64c + 16g + l), reduced as
+//      (g0 + g2) + (g1 + g3) and then 16 -> 8 -> 4 -> 2 -> 1 lanes; that float is widened to double and
+//      the remaining elements are added to it one at a time in double (for hd < 64: the whole dot).
+//   3. an online softmax from M = -inf, S = 0 and an f16 accumulator acc[hd] = 0, positions in order:
+//        s_p > M:  ms = expf(M - s_p), M = s_p, acc[i] = f16(acc[i] * ms), vs = 1
+//        else:     ms = 1, vs = expf(s_p - M)
+//        then      acc[i] = f16(fma(v_p[i], vs, acc[i]))   (the compiled ggml_vec_mad_f16 fuses it)
+//                  S = S * ms + vs                         (rounded twice)
+//   4. out[i] = float(acc[i]) * (1 / S).
+// Where llama.cpp rounds differently, on purpose:
+//   - for batches of >= 64 query tokens (long prompts) llama.cpp switches to a tiled kernel with an f32
+//     accumulator. We run the per-position loop above for every batch size, so a cached decode equals a
+//     full recompute bit for bit and a prompt gives the same bits however it is split into batches; the
+//     price is that our long prompts differ from llama.cpp's in the last bits.
+//   - once llama.cpp's KV view reaches 512 cells (more than 256 positions cached), its single-token
+//     decode splits the positions into one chunk per thread and merges the chunks in f32, so its own
+//     result depends on its thread count; we keep one sequential loop.
+//   - ggml-cpu builds without AVX-512 take 32 elements per step in the dot (64 here), and builds without
+//     FMA round the v accumulation twice. We follow the AVX-512 build: llama.cpp's CPU-variant loader
+//     picks it on the machines the parity tests run on.
+// Values past f16's range (|x| > 65504) become inf when rounded, as in llama.cpp.
+// The kernels (scalar, AVX2, AVX-512) are in ops/attention_paths.cpp; every one equals
+// attention_reference bit for bit.
+#include "ops/attention.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "ops/op_checks.h"
 #include "ops/op_rows.h"
+#include "runtime/fp16.h"
 
 namespace graphrun::ops {
 
 namespace {
 
-// ---- the two vector loops, scalar and AVX2 ---------------------------------------------------------
-
-float dot_scalar(const float* a, const float* b, int64_t n) {
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += a[i] * b[i];
-        s1 += a[i + 1] * b[i + 1];
-        s2 += a[i + 2] * b[i + 2];
-        s3 += a[i + 3] * b[i + 3];
-    }
-    for (; i < n; ++i) s0 += a[i] * b[i];
-    return (s0 + s1) + (s2 + s3);
+float round_to_f16(float x) {
+    return fp16_to_f32(f32_to_fp16(x));
 }
 
-// o = o * a + b * v
-void scale_add_scalar(float* o, float a, float b, const float* v, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) o[i] = o[i] * a + b * v[i];
-}
-
-__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-    }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    const __m256 acc = _mm256_add_ps(acc0, acc1);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    float sum = _mm_cvtss_f32(s);
-    for (; i < n; ++i) sum += a[i] * b[i];
-    return sum;
-}
-
-__attribute__((target("avx2,fma"))) void scale_add_avx2(float* o, float a, float b, const float* v,
-                                                        int64_t n) {
-    const __m256 av = _mm256_set1_ps(a), bv = _mm256_set1_ps(b);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(
-            o + i, _mm256_fmadd_ps(_mm256_loadu_ps(o + i), av, _mm256_mul_ps(bv, _mm256_loadu_ps(v + i))));
-    for (; i < n; ++i) o[i] = o[i] * a + b * v[i];
-}
-
-struct AttentionLoops {
-    float (*dot)(const float*, const float*, int64_t);
-    void (*scale_add)(float*, float, float, const float*, int64_t);
-};
-
-const AttentionLoops& attention_loops() {
-    static const AttentionLoops loops = [] {
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            return AttentionLoops{dot_avx2, scale_add_avx2};
-        return AttentionLoops{dot_scalar, scale_add_scalar};
-    }();
-    return loops;
+// Step 2's dot of two rows of f16 values (held as floats). Products of two halves are exact in float.
+float ggml_f16_dot(const float* q, const float* k, int n) {
+    const int n64 = n / 64 * 64;
+    float lane[64] = {};
+    for (int i = 0; i < n64; ++i) lane[i % 64] += q[i] * k[i];
+    float r[16];  // accumulator g is lanes 16g .. 16g + 15
+    for (int l = 0; l < 16; ++l) r[l] = (lane[l] + lane[32 + l]) + (lane[16 + l] + lane[48 + l]);
+    for (int width = 8; width >= 1; width /= 2)
+        for (int l = 0; l < width; ++l) r[l] += r[l + width];
+    double sum = r[0];
+    for (int i = n64; i < n; ++i) sum += double(q[i] * k[i]);
+    return float(sum);
 }
 
 }  // namespace
@@ -104,6 +89,9 @@ TensorDesc attention_infer(const NodeInfo& node) {
         throw PlanError(node, "n_head, n_head_kv and head_dim must be > 0, got n_head " +
                                   std::to_string(p.n_head) + ", n_head_kv " + std::to_string(p.n_head_kv) +
                                   ", head_dim " + std::to_string(p.head_dim));
+    if (p.head_dim > kAttentionMaxHeadDim)
+        throw PlanError(node, "head_dim " + std::to_string(p.head_dim) + " is above the kernel's limit of " +
+                                  std::to_string(kAttentionMaxHeadDim));
     if (p.n_head % p.n_head_kv != 0)
         throw PlanError(node, "n_head " + std::to_string(p.n_head) + " is not a multiple of n_head_kv " +
                                   std::to_string(p.n_head_kv));
@@ -136,15 +124,7 @@ int64_t attention_prepare_items(const KernelArgs& args) {
 }
 
 void attention_prepare(const KernelArgs& args, int64_t begin, int64_t end) {
-    const KvLayer& kv = args.kv;
-    const int32_t* positions = args.in[3].as<int32_t>();
-    assert(kv.row == args.in[1].cols());
-    for (int64_t t = begin; t < end; ++t) {
-        const int64_t p = positions[t];
-        assert(0 <= p && p < kv.n_ctx);  // the session validates positions before running
-        std::memcpy(kv.k + p * kv.row, args.in[1].as<float>() + t * kv.row, size_t(kv.row) * sizeof(float));
-        std::memcpy(kv.v + p * kv.row, args.in[2].as<float>() + t * kv.row, size_t(kv.row) * sizeof(float));
-    }
+    attention_prepare_path(attention_best_path(), args, begin, end);
 }
 
 int64_t attention_work_items(const KernelArgs& args) {
@@ -152,78 +132,50 @@ int64_t attention_work_items(const KernelArgs& args) {
 }
 
 void attention_run(const KernelArgs& args, int64_t begin, int64_t end) {
-    const AttentionLoops& loops = attention_loops();
-    const int n_head = args.params.n_head, hd = args.params.head_dim;
-    const int group = n_head / args.params.n_head_kv;
-    const KvLayer& kv = args.kv;
-    const float scale = 1.0f / std::sqrt(float(hd));
-    const int32_t* positions = args.in[3].as<int32_t>();
-    for (int64_t u = begin; u < end; ++u) {
-        const int64_t t = u / n_head;
-        const int h = int(u % n_head);
-        const int64_t kv_offset = int64_t(h / group) * hd;
-        const float* q = args.in[0].as<float>() + t * n_head * hd + int64_t(h) * hd;
-        float* o = args.out.as<float>() + t * n_head * hd + int64_t(h) * hd;
-        const int64_t last = positions[t];
-        assert(0 <= last && last < kv.n_ctx);
-        // Position 0 starts the running max and sum; o holds sum_p exp(s_p - max) * v_p.
-        float max = loops.dot(q, kv.k + kv_offset, hd) * scale;
-        float sum = 1.0f;
-        std::memcpy(o, kv.v + kv_offset, size_t(hd) * sizeof(float));
-        for (int64_t p = 1; p <= last; ++p) {
-            const float s = loops.dot(q, kv.k + p * kv.row + kv_offset, hd) * scale;
-            const float* v = kv.v + p * kv.row + kv_offset;
-            if (s > max) {
-                const float correction = std::exp(max - s);  // what the old terms are worth now
-                sum = sum * correction + 1.0f;
-                loops.scale_add(o, correction, 1.0f, v, hd);
-                max = s;
-            } else {
-                const float w = std::exp(s - max);
-                sum += w;
-                loops.scale_add(o, 1.0f, w, v, hd);
-            }
-        }
-        const float inv = 1.0f / sum;
-        for (int i = 0; i < hd; ++i) o[i] *= inv;
-    }
+    attention_run_path(attention_best_path(), args, begin, end);
 }
 
-// The plain way: write the cache, then per (t, h) a scores array, its max, exp, normalise, weighted sum.
+// The numbered steps of the header, as plain loops over floats that hold f16 values.
 void attention_reference(const KernelArgs& args) {
     const int64_t n_tokens = args.in[0].rows();
     const int n_head = args.params.n_head, hd = args.params.head_dim, n_head_kv = args.params.n_head_kv;
     const KvLayer& kv = args.kv;
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        const int64_t p = args.in[3].as<int32_t>()[t];
+    const int32_t* positions = args.in[3].as<int32_t>();
+    for (int64_t t = 0; t < n_tokens; ++t)
         for (int64_t i = 0; i < kv.row; ++i) {
-            kv.k[p * kv.row + i] = args.in[1].as<float>()[t * kv.row + i];
-            kv.v[p * kv.row + i] = args.in[2].as<float>()[t * kv.row + i];
+            kv.k[positions[t] * kv.row + i] = f32_to_fp16(args.in[1].as<float>()[t * kv.row + i]);
+            kv.v[positions[t] * kv.row + i] = f32_to_fp16(args.in[2].as<float>()[t * kv.row + i]);
         }
-    }
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        const int64_t n_pos = args.in[3].as<int32_t>()[t] + 1;
+    const float scale = 1.0f / std::sqrt(float(hd));
+    std::vector<float> q(static_cast<size_t>(hd)), k(q), v(q), acc(q);  // f16 values, one row each
+    for (int64_t t = 0; t < n_tokens; ++t)
         for (int h = 0; h < n_head; ++h) {
-            const int g = h / (n_head / n_head_kv);
-            const float* q = args.in[0].as<float>() + (t * n_head + h) * hd;
-            std::vector<double> scores(n_pos);
-            for (int64_t p = 0; p < n_pos; ++p) {
-                double dot = 0;
-                for (int i = 0; i < hd; ++i) dot += double(q[i]) * kv.k[p * kv.row + int64_t(g) * hd + i];
-                scores[p] = dot / std::sqrt(double(hd));
+            const int64_t g = h / (n_head / n_head_kv);
+            for (int i = 0; i < hd; ++i)
+                q[i] = round_to_f16(args.in[0].as<float>()[(t * n_head + h) * hd + i]);
+            std::fill(acc.begin(), acc.end(), 0.0f);
+            float M = -std::numeric_limits<float>::infinity(), S = 0.0f;
+            for (int64_t p = 0; p <= positions[t]; ++p) {
+                for (int i = 0; i < hd; ++i) {
+                    k[i] = fp16_to_f32(kv.k[p * kv.row + g * hd + i]);
+                    v[i] = fp16_to_f32(kv.v[p * kv.row + g * hd + i]);
+                }
+                const float s = ggml_f16_dot(q.data(), k.data(), hd) * scale;
+                float ms = 1.0f, vs = 1.0f;
+                if (s > M) {
+                    ms = std::exp(M - s);
+                    M = s;
+                    for (float& a : acc) a = round_to_f16(a * ms);
+                } else {
+                    vs = std::exp(s - M);
+                }
+                for (int i = 0; i < hd; ++i) acc[i] = round_to_f16(std::fma(v[i], vs, acc[i]));
+                volatile float scaled = S * ms;  // volatile: never fused with the add below
+                S = scaled + vs;
             }
-            double max = scores[0];
-            for (double s : scores) max = std::max(max, s);
-            double total = 0;
-            for (double& s : scores) total += (s = std::exp(s - max));
-            for (int i = 0; i < hd; ++i) {
-                double acc = 0;
-                for (int64_t p = 0; p < n_pos; ++p)
-                    acc += scores[p] / total * kv.v[p * kv.row + int64_t(g) * hd + i];
-                args.out.as<float>()[(t * n_head + h) * hd + i] = float(acc);
-            }
+            const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+            for (int i = 0; i < hd; ++i) args.out.as<float>()[(t * n_head + h) * hd + i] = acc[i] * inv;
         }
-    }
 }
 
 // 4 * hd per (query head, attended position): the q·k dot and the weighted v sum. The attended

@@ -47,11 +47,12 @@ struct OpParams {
     int layer = -1;          // attention: which layer of the KV cache
 };
 
-// One layer of the KV cache, f32:
-//   k, v (n_ctx, n_head_kv * head_dim); the row for position p holds that token's keys/values.
+// One layer of the KV cache, IEEE fp16 bits (runtime/fp16.h), as llama.cpp's default F16 cache:
+//   k, v (n_ctx, n_head_kv * head_dim); the row for position p holds that token's keys/values,
+//   rounded to nearest even when written, so attention reads the same values llama.cpp's does.
 struct KvLayer {
-    float* k = nullptr;
-    float* v = nullptr;
+    uint16_t* k = nullptr;
+    uint16_t* v = nullptr;
     int64_t n_ctx = 0;
     int64_t row = 0;  // n_head_kv * head_dim
 };

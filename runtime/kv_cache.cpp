@@ -20,8 +20,8 @@ KvLayer KvCache::layer(int64_t index) {
 }
 
 void KvCache::clear() {
-    std::fill(k_.begin(), k_.end(), 0.0f);
-    std::fill(v_.begin(), v_.end(), 0.0f);
+    std::fill(k_.begin(), k_.end(), uint16_t(0));  // fp16 +0.0
+    std::fill(v_.begin(), v_.end(), uint16_t(0));
 }
 
 }  // namespace graphrun

@@ -1,5 +1,5 @@
 // runtime/kv_cache.h — the KV cache: keys and values of every past position, per layer.
-//   k, v: (n_layer, n_ctx, row) f32, row = n_head_kv * head_dim.
+//   k, v: (n_layer, n_ctx, row) fp16 bits, row = n_head_kv * head_dim.
 // One persistent allocation, sized once from the plan; attention kernels write row `pos` of
 // their layer and read rows 0..pos.
 #pragma once
@@ -20,12 +20,12 @@ public:
     int64_t n_layer() const { return n_layer_; }
     int64_t n_ctx() const { return n_ctx_; }
     int64_t row() const { return row_; }
-    int64_t bytes() const { return int64_t((k_.size() + v_.size()) * sizeof(float)); }
+    int64_t bytes() const { return int64_t((k_.size() + v_.size()) * sizeof(uint16_t)); }
     void clear();
 
 private:
     int64_t n_layer_ = 0, n_ctx_ = 0, row_ = 0;
-    std::vector<float> k_, v_;
+    std::vector<uint16_t> k_, v_;
 };
 
 }  // namespace graphrun

@@ -31,7 +31,7 @@ TEST_P(PlanShapes, VerifierPassesAndArenaBeatsNaiveSum) {
         EXPECT_LT(plan.arena_bytes, plan.naive_bytes) << n_tokens << " tokens";
         EXPECT_EQ(plan.kv.n_layer, s.layers);
         EXPECT_EQ(plan.kv.row, s.kv_heads * (s.embd / s.heads));
-        EXPECT_EQ(plan.kv.bytes(), 2 * s.layers * 128 * plan.kv.row * 4);
+        EXPECT_EQ(plan.kv.bytes(), 2 * s.layers * 128 * plan.kv.row * 2);  // k and v, fp16
         // Every intermediate lies in the arena, aligned, and the logits are (n_tokens, n_vocab).
         for (const graph::PlanTensor& t : plan.tensors) {
             if (t.kind != graph::PlanTensor::Kind::Weight) {
