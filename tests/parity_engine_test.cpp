@@ -55,7 +55,7 @@ TEST_P(ExpectedJson, GreedyIdsEqualLlamaCpps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, ExpectedJson,
-                         ::testing::Values("stories260K.gguf", "rand256-F32.gguf"),
+                         ::testing::Values("stories260K.gguf", "rand256-F32.gguf", "rand256-Q8_0.gguf"),
                          [](const auto& info) {
                              std::string name = info.param.substr(0, info.param.find('.'));
                              for (char& c : name)
