@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # tools/test.sh — the README's second command (and CI's): install what is missing, build with
-# warnings as errors, set up the llama.cpp reference (node-llama-cpp from npm), run every test.
+# warnings as errors, set up the llama.cpp reference (node-llama-cpp from npm), run every test;
+# then build the suite again with AddressSanitizer + UndefinedBehaviorSanitizer and run it there.
+# GRAPHRUN_NO_SANITIZE=1 skips the second pass (for a quick local run).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GRAPHRUN_BUILD_DIR:-$root/build-test}"
+jobs="$(nproc)"
 
 bash "$root/tools/install-deps.sh" --parity
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGRAPHRUN_WERROR=ON >/dev/null
-cmake --build "$build" -j"$(nproc)"
+cmake --build "$build" -j"$jobs"
 
 # The llama.cpp reference for parity tests; tests skip (and say so) only if this could not install.
 if parity_dir="$(bash "$root/tools/parity-setup.sh" "$build/parity")"; then
@@ -16,5 +19,14 @@ else
   echo "test: the llama.cpp reference (node-llama-cpp) could not be installed; parity tests will skip" >&2
 fi
 
-cd "$build"
-ctest --output-on-failure -j"$(nproc)"
+echo "== tests (Release, -Werror) =="
+(cd "$build" && ctest --output-on-failure -j"$jobs")
+
+if [[ "${GRAPHRUN_NO_SANITIZE:-0}" != 1 ]]; then
+  echo "== tests again under ASan + UBSan =="
+  asan="$build-asan"
+  cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_WERROR=ON -DGRAPHRUN_SANITIZE=ON >/dev/null
+  cmake --build "$asan" -j"$jobs" --target graphrun graphrun_tests
+  # The llama.cpp comparisons already ran above; here the sanitizers look at graphrun's own code.
+  (cd "$asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -E "LlamaCpp|ParityReference")
+fi
