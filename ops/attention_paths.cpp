@@ -8,13 +8,7 @@
 // one: the dot products of a block do not depend on each other, so they overlap in the pipeline.
 #include "ops/attention.h"
 
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm256_undefined_pd (GCC bug 105593);
-// the diagnostic state at the header's lines is what counts, so it is silenced for the include only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "ops/simd.h"
 
 #include <algorithm>
 #include <cassert>

@@ -8,13 +8,7 @@
 // Paths: scalar, AVX2+FMA (+F16C for f16 weights), AVX-512F; see ops/matmul_f32.h.
 #include "ops/matmul_f32.h"
 
-// GCC 12's AVX-512 headers trip -Wuninitialized on their own _mm256_undefined_pd (GCC bug 105593);
-// the diagnostic state at the header's lines is what counts, so it is silenced for the include only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "ops/simd.h"
 
 #include <algorithm>
 #include <cassert>

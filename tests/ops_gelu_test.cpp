@@ -160,23 +160,6 @@ std::string geglu_path() {
     return std::string(GRAPHRUN_SOURCE_DIR) + "/models/examples/llama-geglu.json";
 }
 
-std::vector<int32_t> random_tokens(size_t n, int32_t n_vocab, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(0, n_vocab - 1);
-    std::vector<int32_t> ids(n);
-    for (int32_t& id : ids) id = pick(rng);
-    return ids;
-}
-
-// Largest |a - b| relative to the largest |b|.
-double max_relative_error(std::span<const float> a, std::span<const float> b) {
-    double worst = 0, scale = 1e-30;
-    for (size_t i = 0; i < a.size(); ++i) {
-        worst = std::max(worst, double(std::abs(a[i] - b[i])));
-        scale = std::max(scale, double(std::abs(b[i])));
-    }
-    return worst / scale;
-}
 
 TEST(GegluGraph, BindsAndPlansWithGeluAndMulInPlace) {
     const std::string file = random_model_file(spec_of(32, 2, 4, 2, 72), "geglu_plan");

@@ -12,24 +12,8 @@ namespace graphrun {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::vector<int32_t> random_tokens(size_t n, int32_t n_vocab, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int32_t> pick(0, n_vocab - 1);
-    std::vector<int32_t> ids(n);
-    for (int32_t& id : ids) id = pick(rng);
-    return ids;
-}
-
-// Largest |a - b| relative to the largest |b| of the row.
-double max_relative_error(std::span<const float> a, std::span<const float> b) {
-    double worst = 0, scale = 1e-30;
-    for (size_t i = 0; i < a.size(); ++i) {
-        worst = std::max(worst, double(std::abs(a[i] - b[i])));
-        scale = std::max(scale, double(std::abs(b[i])));
-    }
-    return worst / scale;
-}
+using testing::max_relative_error;
+using testing::random_tokens;
 
 struct ModelCase {
     const char* name;

@@ -1,9 +1,15 @@
 // tests/test_models.h — small model files for engine tests, written once per test binary run.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <random>
+#include <span>
+#include <vector>
 #include <filesystem>
 #include <string>
+#include <unistd.h>
 
 #include "graph/random_model.h"
 
@@ -31,5 +37,24 @@ inline graph::RandomLlamaSpec spec_of(int64_t embd, int64_t layers, int64_t head
 }
 
 inline std::string shared_dir() { return std::string(GRAPHRUN_SOURCE_DIR) + "/../shared"; }
+
+// A token sequence drawn uniformly from the vocabulary, the same for the same seed.
+inline std::vector<int32_t> random_tokens(size_t n, int32_t n_vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> pick(0, n_vocab - 1);
+    std::vector<int32_t> ids(n);
+    for (int32_t& id : ids) id = pick(rng);
+    return ids;
+}
+
+// Largest |a - b| relative to the largest |b| (for comparing rows of logits).
+inline double max_relative_error(std::span<const float> a, std::span<const float> b) {
+    double worst = 0, scale = 1e-30;
+    for (size_t i = 0; i < a.size(); ++i) {
+        worst = std::max(worst, double(std::abs(a[i] - b[i])));
+        scale = std::max(scale, double(std::abs(b[i])));
+    }
+    return worst / scale;
+}
 
 }  // namespace graphrun::testing
