@@ -69,9 +69,10 @@ GR_AVX2 inline float dot_rows(int64_t n, const WBlock* w, const block_q8_0* x) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     int64_t b = 0;
     for (; b + 3 < nb; b += 4) {
-        // Ask for the row's bytes 512 ahead: the hardware prefetcher alone leaves the loop waiting on DRAM.
-        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 512, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(w + b + 2) + 512, _MM_HINT_T0);
+        // The matmul reads weight rows in order: ask for the next row's bytes at this offset (see
+        // prefetch() in ops/quant_avx512.cpp); the hardware prefetcher alone leaves the loop waiting.
+        _mm_prefetch(reinterpret_cast<const char*>(w + nb + b), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w + nb + b + 2), _MM_HINT_T0);
         acc0 = Block(w[b], x[b], f16, acc0);
         acc1 = Block(w[b + 1], x[b + 1], f16, acc1);
         acc2 = Block(w[b + 2], x[b + 2], f16, acc2);
