@@ -51,7 +51,7 @@ TEST(CliText, SameSeedSameTextOtherSeedOtherText) {
 
 TEST(CliText, PromptFromFileEqualsPromptFlag) {
     REQUIRE_STORIES();
-    const std::string path = (std::filesystem::temp_directory_path() / "graphrun_prompt.txt").string();
+    const std::string path = (testing::test_temp_dir() / "prompt.txt").string();
     std::ofstream(path) << "The little dog";
     auto a = test::run_graphrun({"-m", stories_model(), "-f", path, "-n", "20", "--temp", "0"});
     auto b = test::run_graphrun({"-m", stories_model(), "-p", "The little dog", "-n", "20", "--temp", "0"});
@@ -63,7 +63,7 @@ TEST(CliText, PromptFromFileEqualsPromptFlag) {
 // differs from the same line given to a fresh run.
 TEST(CliText, InteractiveKeepsTheCacheAcrossTurns) {
     REQUIRE_STORIES();
-    const auto dir = std::filesystem::temp_directory_path();
+    const auto dir = testing::test_temp_dir();
     const std::string input = (dir / "graphrun_turns.txt").string(), output = (dir / "graphrun_turns.out").string();
     std::ofstream(input) << "Once upon a time\nShe\n";
     const std::string cmd = std::string(GRAPHRUN_BINARY) + " -m " + stories_model() + " -i -n 12 --temp 0 < " + input +
@@ -103,7 +103,7 @@ TEST(CliText, ModelWithoutVocabularyIsRefusedForText) {
     for (const auto& [key, value] : file->metadata())
         if (key.rfind("tokenizer.", 0) != 0) writer.set(key, value);
     for (const GgufTensor& t : file->tensors()) writer.add_tensor(t.name, t.type, t.ne, t.data, t.nbytes);
-    const std::string path = (std::filesystem::temp_directory_path() / "graphrun_no_vocab.gguf").string();
+    const std::string path = (testing::test_temp_dir() / "no_vocab.gguf").string();
     writer.write(path);
 
     auto text = test::run_graphrun({"-m", path, "-p", "hello"});

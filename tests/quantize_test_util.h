@@ -11,15 +11,14 @@
 #include <vector>
 
 #include "graph/session.h"
+#include "test_models.h"
 
 namespace graphrun::testing {
 
-// A path in the temp folder, unique to this test process; the file is removed when this goes away.
+// A path in test_temp_dir(), unique to this test process; the file is removed when this goes away.
 struct TempFile {
     explicit TempFile(const std::string& name)
-        : path((std::filesystem::temp_directory_path() /
-                ("graphrun_test_" + std::to_string(::getpid()) + "_" + name + ".gguf"))
-                   .string()) {
+        : path((test_temp_dir() / (name + ".gguf")).string()) {
         std::filesystem::remove(path);
     }
     ~TempFile() { std::filesystem::remove(path); }

@@ -1,24 +1,41 @@
 // tests/test_models.h — small model files for engine tests, written once per test binary run.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <span>
-#include <vector>
-#include <filesystem>
 #include <string>
-#include <unistd.h>
+#include <system_error>
+#include <vector>
 
 #include "graph/random_model.h"
 
 namespace graphrun::testing {
 
-// Writes (once) a random Llama of the given shape into the temp folder and returns its path.
+// A folder of this test process's own in the temp folder, removed with everything in it at exit
+// (ctest runs every test in a process of its own, so nothing is shared or left behind).
+inline const std::filesystem::path& test_temp_dir() {
+    struct Folder {
+        std::filesystem::path path =
+            std::filesystem::temp_directory_path() / ("graphrun_test_" + std::to_string(::getpid()));
+        Folder() { std::filesystem::create_directories(path); }
+        ~Folder() {
+            std::error_code ignored;
+            std::filesystem::remove_all(path, ignored);
+        }
+    };
+    static const Folder folder;
+    return folder.path;
+}
+
+// Writes (once) a random Llama of the given shape into test_temp_dir() and returns its path.
 inline std::string random_model_file(const graph::RandomLlamaSpec& spec, const std::string& name) {
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("graphrun_test_" + std::to_string(::getpid()) + "_" + name + ".gguf")).string();
+    const std::string path = (test_temp_dir() / (name + ".gguf")).string();
     if (!std::filesystem::exists(path)) graph::write_random_llama(spec, path);
     return path;
 }
