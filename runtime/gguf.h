@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -128,8 +129,8 @@ private:
     friend class GgufReader;
 };
 
-// Builds a GGUF v3 file in memory and writes it. Keys keep insertion order; setting a key twice
-// replaces it. Tensor data is copied in, so callers may free their buffers.
+// Builds a GGUF v3 file and writes it. Keys keep insertion order; setting a key twice replaces it.
+// add_tensor copies the data in, so callers may free their buffers; add_tensor_from streams it.
 class GgufWriter {
 public:
     void set(std::string key, GgufValue value);
@@ -143,6 +144,10 @@ public:
 
     // ne in ggml order (ne[0] = row length). nbytes must equal what the type and ne imply.
     void add_tensor(std::string name, DType type, std::vector<int64_t> ne, const void* data, size_t nbytes);
+    // Streamed: write() has `produce` fill one reusable buffer just before writing it, so one tensor
+    // at a time is in memory; a size other than type and ne imply is a GgufError naming the tensor.
+    void add_tensor_from(std::string name, DType type, std::vector<int64_t> ne,
+                         std::function<void(std::vector<uint8_t>& bytes)> produce);
 
     void write(const std::string& path) const;  // throws GgufError on I/O failure
 
@@ -151,8 +156,11 @@ private:
         std::string name;
         DType type;
         std::vector<int64_t> ne;
-        std::vector<uint8_t> bytes;
+        uint64_t nbytes;
+        std::vector<uint8_t> bytes;                          // empty when streamed
+        std::function<void(std::vector<uint8_t>&)> produce;  // set when streamed
     };
+    uint64_t check_new_tensor(const std::string& name, DType type, const std::vector<int64_t>& ne) const;
     std::vector<std::pair<std::string, GgufValue>> kv_;
     std::vector<PendingTensor> tensors_;
 };

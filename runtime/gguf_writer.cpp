@@ -1,11 +1,13 @@
 // runtime/gguf_writer.cpp — writes GGUF v3 files that llama.cpp and GgufFile both accept.
 //
 // Layout: header, key/value pairs in insertion order, tensor infos, zero padding to the
-// alignment, then each tensor's bytes padded to the alignment (as ggml pads them). The file is
-// written beside its destination and renamed into place, so a failed write never leaves a
-// half-written model under the real name.
+// alignment, then each tensor's bytes padded to the alignment (as ggml pads them). Tensor sizes
+// follow from type and shape, so the offsets are known before any streamed tensor is produced.
+// The file is written beside its destination and renamed into place, so a failed write never
+// leaves a half-written model under the real name.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -119,28 +121,47 @@ std::string ne_string(const std::vector<int64_t>& ne) {
     return s + "]";
 }
 
-// Writes the parts, in order, to `path` via a temporary file in the same directory, then renames.
-void write_file_atomically(const std::string& path, const std::vector<const std::vector<uint8_t>*>& parts) {
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw GgufError(path + ": cannot create " + tmp + ": " + std::strerror(errno));
-    bool ok = true;
-    for (const auto* part : parts)
-        if (ok && !part->empty()) ok = std::fwrite(part->data(), 1, part->size(), f) == part->size();
-    int err = ok ? 0 : errno;
-    if (std::fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
+// A file written beside `path` and renamed into place by commit(); destroyed uncommitted (a failed
+// write, or a tensor producer that threw), it removes the temporary file.
+class AtomicFile {
+  public:
+    explicit AtomicFile(std::string path)
+        : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+        file_ = std::fopen(tmp_.c_str(), "wb");
+        if (!file_) throw GgufError(path_ + ": cannot create " + tmp_ + ": " + std::strerror(errno));
     }
-    if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
-        ok = false;
-        err = errno;
+    ~AtomicFile() {
+        if (file_) std::fclose(file_);
+        if (!committed_) std::remove(tmp_.c_str());
     }
-    if (!ok) {
-        std::remove(tmp.c_str());
-        throw GgufError(path + ": write failed: " + std::strerror(err));
+    AtomicFile(const AtomicFile&) = delete;
+    AtomicFile& operator=(const AtomicFile&) = delete;
+
+    void write(const void* p, size_t n) {
+        if (n && std::fwrite(p, 1, n, file_) != n) fail(errno);
     }
-}
+    void zeros(size_t n) {
+        static const uint8_t kZeros[256] = {};
+        for (size_t left = n; left > 0;) {
+            const size_t k = std::min(left, sizeof kZeros);
+            write(kZeros, k);
+            left -= k;
+        }
+    }
+    void commit() {
+        std::FILE* f = file_;
+        file_ = nullptr;
+        if (std::fclose(f) != 0) fail(errno);
+        if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail(errno);
+        committed_ = true;
+    }
+
+  private:
+    [[noreturn]] void fail(int err) { throw GgufError(path_ + ": write failed: " + std::strerror(err)); }
+    std::string path_, tmp_;
+    std::FILE* file_ = nullptr;
+    bool committed_ = false;
+};
 
 }  // namespace
 
@@ -174,8 +195,9 @@ void GgufWriter::set_i32s(std::string key, const std::vector<int32_t>& v) {
     set(std::move(key), GgufValue::make_array(GgufType::I32, std::move(elems)));
 }
 
-void GgufWriter::add_tensor(std::string name, DType type, std::vector<int64_t> ne, const void* data,
-                            size_t nbytes) {
+// The checks every tensor passes when added; returns the byte size its type and ne imply.
+uint64_t GgufWriter::check_new_tensor(const std::string& name, DType type,
+                                      const std::vector<int64_t>& ne) const {
     const std::string what = "GGUF tensor '" + name + "'";
     for (const PendingTensor& t : tensors_)
         if (t.name == name) throw GgufError(what + " is added twice");
@@ -190,12 +212,26 @@ void GgufWriter::add_tensor(std::string name, DType type, std::vector<int64_t> n
     if (ne[0] % traits.block_size != 0)
         throw GgufError(what + " has rows of " + std::to_string(ne[0]) + " elements, not a multiple of the " +
                         traits.name + " block size " + std::to_string(traits.block_size));
-    const uint64_t expected = uint64_t(n / traits.block_size) * uint64_t(traits.block_bytes);
+    return uint64_t(n / traits.block_size) * uint64_t(traits.block_bytes);
+}
+
+void GgufWriter::add_tensor(std::string name, DType type, std::vector<int64_t> ne, const void* data,
+                            size_t nbytes) {
+    const uint64_t expected = check_new_tensor(name, type, ne);
     if (nbytes != expected)
-        throw GgufError(what + " is given " + std::to_string(nbytes) + " bytes, but " + traits.name + " ne " +
-                        ne_string(ne) + " needs " + std::to_string(expected));
+        throw GgufError("GGUF tensor '" + name + "' is given " + std::to_string(nbytes) + " bytes, but " +
+                        dtype_traits(type).name + " ne " + ne_string(ne) + " needs " +
+                        std::to_string(expected));
     const auto* p = static_cast<const uint8_t*>(data);
-    tensors_.push_back({std::move(name), type, std::move(ne), std::vector<uint8_t>(p, p + nbytes)});
+    tensors_.push_back(
+        {std::move(name), type, std::move(ne), expected, std::vector<uint8_t>(p, p + nbytes), {}});
+}
+
+void GgufWriter::add_tensor_from(std::string name, DType type, std::vector<int64_t> ne,
+                                 std::function<void(std::vector<uint8_t>& bytes)> produce) {
+    const uint64_t expected = check_new_tensor(name, type, ne);
+    if (!produce) throw GgufError("GGUF tensor '" + name + "' has no producer");
+    tensors_.push_back({std::move(name), type, std::move(ne), expected, {}, std::move(produce)});
 }
 
 void GgufWriter::write(const std::string& path) const {
@@ -228,20 +264,30 @@ void GgufWriter::write(const std::string& path) const {
         for (int64_t d : t.ne) head.put<uint64_t>(uint64_t(d));
         head.put<uint32_t>(dtype_traits(t.type).ggml_type);
         head.put<uint64_t>(offset);
-        offset = align_up(offset + t.bytes.size(), alignment);
+        offset = align_up(offset + t.nbytes, alignment);
     }
     head.pad_to(alignment);
 
-    // Each tensor is followed by zeros up to the next aligned offset.
-    std::vector<std::vector<uint8_t>> padding;
-    padding.reserve(tensors_.size());
-    std::vector<const std::vector<uint8_t>*> parts = {&head.bytes};
+    // The header is complete (and every value checked) before the file is created; then each
+    // tensor, stored or produced now, is followed by zeros up to the next aligned offset.
+    AtomicFile out(path);
+    out.write(head.bytes.data(), head.bytes.size());
+    std::vector<uint8_t> produced;
     for (const PendingTensor& t : tensors_) {
-        padding.emplace_back(align_up(t.bytes.size(), alignment) - t.bytes.size(), 0);
-        parts.push_back(&t.bytes);
-        parts.push_back(&padding.back());
+        const std::vector<uint8_t>* bytes = &t.bytes;
+        if (t.produce) {
+            produced.clear();
+            t.produce(produced);
+            if (produced.size() != t.nbytes)
+                throw GgufError(path + ": GGUF tensor '" + t.name + "': its producer gave " +
+                                std::to_string(produced.size()) + " bytes, but " + dtype_traits(t.type).name +
+                                " ne " + ne_string(t.ne) + " needs " + std::to_string(t.nbytes));
+            bytes = &produced;
+        }
+        out.write(bytes->data(), bytes->size());
+        out.zeros(align_up(t.nbytes, alignment) - t.nbytes);
     }
-    write_file_atomically(path, parts);
+    out.commit();
 }
 
 }  // namespace graphrun

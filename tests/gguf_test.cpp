@@ -172,6 +172,53 @@ TEST(GgufRoundTrip, CustomAlignmentIsRespected) {
     std::filesystem::remove(path);
 }
 
+TEST(GgufRoundTrip, StreamedTensorsMatchCopiedOnesByteForByte) {
+    const auto a = random_bytes(24, 11), b = random_bytes(2 * 3 * 34, 12), c = random_bytes(10, 13);
+    GgufWriter copied, streamed;
+    for (GgufWriter* w : {&copied, &streamed}) w->set_string("general.name", "streamed");
+    copied.add_tensor("a", DType::F32, {3, 2}, a.data(), a.size());
+    copied.add_tensor("b", DType::Q8_0, {64, 3}, b.data(), b.size());
+    copied.add_tensor("c", DType::F16, {5}, c.data(), c.size());
+    // Streamed and stored tensors mix; producers run once each, in file order, at write() time.
+    std::vector<std::string> calls;
+    streamed.add_tensor_from("a", DType::F32, {3, 2}, [&](std::vector<uint8_t>& bytes) {
+        calls.push_back("a");
+        bytes = a;
+    });
+    streamed.add_tensor("b", DType::Q8_0, {64, 3}, b.data(), b.size());
+    streamed.add_tensor_from("c", DType::F16, {5}, [&](std::vector<uint8_t>& bytes) {
+        calls.push_back("c");
+        EXPECT_TRUE(bytes.empty());  // the reused buffer is handed over empty
+        bytes = c;
+    });
+    EXPECT_TRUE(calls.empty());
+    const std::string copied_path = temp_path("copied.gguf"), streamed_path = temp_path("streamed.gguf");
+    copied.write(copied_path);
+    streamed.write(streamed_path);
+    EXPECT_EQ(calls, (std::vector<std::string>{"a", "c"}));
+    EXPECT_EQ(read_bytes(streamed_path), read_bytes(copied_path));
+    auto f = GgufFile::open(streamed_path);
+    ASSERT_EQ(f->tensors().size(), 3u);
+    EXPECT_EQ(0, std::memcmp(f->find_tensor("c")->data, c.data(), c.size()));
+
+    // A producer that yields the wrong size names the tensor and leaves no file behind.
+    GgufWriter wrong;
+    wrong.add_tensor_from("blk.0.attn_q.weight", DType::Q4_0, {32, 2},
+                          [](std::vector<uint8_t>& bytes) { bytes.assign(35, 0); });
+    const std::string never = temp_path("never_streamed.gguf");
+    try {
+        wrong.write(never);
+        ADD_FAILURE() << "no error";
+    } catch (const GgufError& e) {
+        EXPECT_THAT(e.what(), AllOf(StartsWith(never + ": "), HasSubstr("'blk.0.attn_q.weight'"),
+                                    HasSubstr("gave 35 bytes"), HasSubstr("needs 36")));
+    }
+    EXPECT_FALSE(std::filesystem::exists(never));
+    EXPECT_FALSE(std::filesystem::exists(never + ".tmp." + std::to_string(::getpid())));
+    std::filesystem::remove(copied_path);
+    std::filesystem::remove(streamed_path);
+}
+
 TEST(GgufAccessors, WrongTypeAndMissingKeysNameTheKey) {
     GgufWriter w;
     w.set_string("general.architecture", "llama");
