@@ -1,19 +1,14 @@
 // graph/quantize_model.cpp — rewrites a GGUF model with its weight matrices in Q8_0 or Q4_0.
 //
 // The output is streamed: every tensor's output type and size are known from its name and shape
-// alone, so the header (metadata, tensor infos with offsets) is written first and then each tensor
-// is converted into one buffer and appended. runtime's GgufWriter keeps every tensor in memory until
-// write(), which a model bigger than RAM cannot afford, hence this small writer of its own.
+// alone, so GgufWriter writes the header first and then asks for each tensor in turn, which is
+// converted (or copied) into one reusable buffer; a model bigger than RAM never has to fit in it.
 #include "graph/quantize_model.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -25,10 +20,6 @@ namespace graphrun::graph {
 namespace {
 
 constexpr int64_t kElementsPerTask = 1 << 16;  // rows are grouped so a task converts ~64K weights
-
-uint64_t align_up(uint64_t n, uint64_t alignment) {
-    return (n + alignment - 1) / alignment * alignment;
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -54,127 +45,6 @@ QuantizedTensor plan_tensor(const GgufTensor& t, DType type) {
         q.bytes_out = uint64_t(row_bytes(type, t.ne[0])) * uint64_t(t.n_elements() / t.ne[0]);
     }
     return q;
-}
-
-// ---- the output file ----
-
-// Appends bytes to a file opened beside the destination; rename() puts it in place only once all
-// of it is written, so a failure never leaves a half-written model under the real name.
-class OutputFile {
-  public:
-    explicit OutputFile(std::string path)
-        : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
-        file_ = std::fopen(tmp_.c_str(), "wb");
-        if (!file_) throw GgufError(path_ + ": cannot create " + tmp_ + ": " + std::strerror(errno));
-    }
-    ~OutputFile() {
-        if (file_) std::fclose(file_);
-        if (!committed_) std::remove(tmp_.c_str());
-    }
-    OutputFile(const OutputFile&) = delete;
-    OutputFile& operator=(const OutputFile&) = delete;
-
-    void write(const void* p, size_t n) {
-        if (n && std::fwrite(p, 1, n, file_) != n) fail();
-        written_ += n;
-    }
-    void zeros(size_t n) {
-        static const uint8_t kZeros[256] = {};
-        for (size_t left = n; left > 0;) {
-            const size_t k = std::min(left, sizeof kZeros);
-            write(kZeros, k);
-            left -= k;
-        }
-    }
-    template <class T>
-    void put(T v) {
-        write(&v, sizeof v);
-    }
-    void put_string(const std::string& s) {
-        put<uint64_t>(s.size());
-        write(s.data(), s.size());
-    }
-    uint64_t written() const { return written_; }
-
-    void commit() {
-        std::FILE* f = file_;
-        file_ = nullptr;
-        if (std::fclose(f) != 0) fail();
-        if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail();
-        committed_ = true;
-    }
-
-  private:
-    [[noreturn]] void fail() { throw GgufError(path_ + ": write failed: " + std::strerror(errno)); }
-    std::string path_, tmp_;
-    std::FILE* file_ = nullptr;
-    uint64_t written_ = 0;
-    bool committed_ = false;
-};
-
-// One metadata value, exactly as GGUF stores it (values come from a file that passed GgufFile's
-// checks, so they fit their declared types).
-void put_value(OutputFile& out, const GgufValue& v) {
-    switch (v.type) {
-        case GgufType::U8:
-            out.put(uint8_t(v.u));
-            return;
-        case GgufType::I8:
-            out.put(int8_t(v.i));
-            return;
-        case GgufType::U16:
-            out.put(uint16_t(v.u));
-            return;
-        case GgufType::I16:
-            out.put(int16_t(v.i));
-            return;
-        case GgufType::U32:
-            out.put(uint32_t(v.u));
-            return;
-        case GgufType::I32:
-            out.put(int32_t(v.i));
-            return;
-        case GgufType::U64:
-            out.put(uint64_t(v.u));
-            return;
-        case GgufType::I64:
-            out.put(int64_t(v.i));
-            return;
-        case GgufType::F32:
-            out.put(float(v.f));
-            return;
-        case GgufType::F64:
-            out.put(double(v.f));
-            return;
-        case GgufType::BOOL:
-            out.put(uint8_t(v.u != 0));
-            return;
-        case GgufType::STRING:
-            out.put_string(v.s);
-            return;
-        case GgufType::ARRAY:
-            out.put(uint32_t(v.elem_type));
-            out.put(uint64_t(v.array.size()));
-            for (const GgufValue& e : v.array) put_value(out, e);
-            return;
-    }
-}
-
-// The input's metadata with llama-quantize's two changes, each replacing the key in place if present.
-std::vector<std::pair<std::string, GgufValue>> output_metadata(const GgufFile& file, DType type) {
-    std::vector<std::pair<std::string, GgufValue>> kv = file.metadata();
-    auto set = [&kv](const std::string& key, GgufValue value) {
-        for (auto& [k, v] : kv)
-            if (k == key) {
-                v = std::move(value);
-                return;
-            }
-        kv.emplace_back(key, std::move(value));
-    };
-    set("general.quantization_version", GgufValue::make_u32(kGgmlQuantizationVersion));
-    set("general.file_type",
-        GgufValue::make_u32(type == DType::Q8_0 ? kLlamaFtypeMostlyQ8_0 : kLlamaFtypeMostlyQ4_0));
-    return kv;
 }
 
 // ---- conversion ----
@@ -231,46 +101,24 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out, DTy
         report.bytes_out += report.tensors.back().bytes_out;
     }
 
-    // Header: magic, version, counts, metadata, tensor infos with offsets, padding.
-    const uint64_t alignment = file->alignment();  // general.alignment, if any, is copied with the metadata
-    const auto metadata = output_metadata(*file, type);
-    OutputFile o(out);
-    o.put<uint32_t>(0x46554747);  // "GGUF" read as a little-endian u32
-    o.put<uint32_t>(3);
-    o.put<uint64_t>(report.tensors.size());
-    o.put<uint64_t>(metadata.size());
-    for (const auto& [key, value] : metadata) {
-        o.put_string(key);
-        o.put(uint32_t(value.type));
-        put_value(o, value);
-    }
-    uint64_t offset = 0;
-    for (size_t k = 0; k < report.tensors.size(); ++k) {
-        const GgufTensor& t = file->tensors()[k];
-        o.put_string(t.name);
-        o.put(uint32_t(t.ne.size()));
-        for (int64_t d : t.ne) o.put(uint64_t(d));
-        o.put(dtype_traits(report.tensors[k].to).ggml_type);
-        o.put(offset);
-        offset = align_up(offset + report.tensors[k].bytes_out, alignment);
-    }
-    o.zeros(align_up(o.written(), alignment) - o.written());
-
-    // Data: one tensor at a time, each padded to the alignment as ggml pads them.
-    std::vector<uint8_t> converted;
+    // Metadata in order, then llama-quantize's two changes, each replacing its key in place if present
+    // (general.alignment, if any, is copied with the rest, so the padding stays the input's).
+    GgufWriter writer;
+    for (const auto& [key, value] : file->metadata()) writer.set(key, value);
+    writer.set_u32("general.quantization_version", kGgmlQuantizationVersion);
+    writer.set_u32("general.file_type", type == DType::Q8_0 ? kLlamaFtypeMostlyQ8_0 : kLlamaFtypeMostlyQ4_0);
     for (size_t k = 0; k < report.tensors.size(); ++k) {
         const GgufTensor& t = file->tensors()[k];
         const QuantizedTensor& q = report.tensors[k];
-        if (q.action == TensorAction::Quantized) {
-            convert_tensor(t, type, converted);
-            o.write(converted.data(), converted.size());
-        } else {
-            o.write(t.data, t.nbytes);
-        }
-        o.zeros(align_up(q.bytes_out, alignment) - q.bytes_out);
-        if (progress) progress(k + 1, report.tensors.size(), t.name);
+        writer.add_tensor_from(t.name, q.to, t.ne, [&, k](std::vector<uint8_t>& bytes) {
+            if (q.action == TensorAction::Quantized)
+                convert_tensor(t, type, bytes);
+            else
+                bytes.assign(t.data, t.data + t.nbytes);
+            if (progress) progress(k + 1, report.tensors.size(), t.name);
+        });
     }
-    o.commit();
+    writer.write(out);
 
     // What we wrote must pass our own loader's checks.
     report.file_bytes_out = GgufFile::open(out)->file_size();
