@@ -61,8 +61,8 @@ struct QuantizeReport {
 };
 
 // Reads `in` (F32, F16, Q8_0, Q4_0 tensors), writes `out` with weight matrices in `type`
-// (Q8_0 or Q4_0). `progress` is called as each tensor is converted, just before its bytes are written: done = tensors written so
-// far (1..total), tensor = the name just written. Throws std::invalid_argument for a bad type or
+// (Q8_0 or Q4_0). `progress` is called as each tensor is converted, just before its bytes are
+// written: done = tensors converted so far (1..total), tensor = the name just converted. Throws std::invalid_argument for a bad type or
 // out == in, GgufError for an unreadable input or a failed write (naming the file).
 QuantizeReport quantize_model(
     const std::string& in, const std::string& out, DType type,
