@@ -12,7 +12,9 @@ cmake --build "$build" -j"$(nproc)" --target graphrun
 model="$build/teaching.gguf"
 [[ -f "$model" ]] || "$build/graphrun" make-model "$model"
 echo "== the execution plan of $model for 5 tokens (first lines) =="
-"$build/graphrun" -m "$model" --dump-plan --batch 5 | head -n 12
+"$build/graphrun" -m "$model" --dump-plan --batch 5 > "$build/teaching-plan.txt"
+head -n 12 "$build/teaching-plan.txt"
+echo "... (whole plan: $build/teaching-plan.txt)"
 echo "== generation (random weights, so the words are random too) =="
 "$build/graphrun" -m "$model" -p "Once upon a time" -n 32 --seed 1
 
