@@ -44,7 +44,12 @@ TEST_P(PlanShapes, VerifierPassesAndArenaBeatsNaiveSum) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, PlanShapes,
                          ::testing::Values(Shape{16, 2, 4, 2, 48}, Shape{24, 3, 6, 6, 40}, Shape{40, 2, 4, 2, 72},
-                                           Shape{48, 1, 4, 1, 100}));
+                                           Shape{48, 1, 4, 1, 100}),
+                         [](const auto& info) {
+                             const Shape& s = info.param;
+                             return "w" + std::to_string(s.embd) + "_h" + std::to_string(s.heads) + "_kv" +
+                                    std::to_string(s.kv_heads);
+                         });
 
 TEST(Plan, KernelChoiceFollowsWeightType) {
     graph::RandomLlamaSpec spec = testing::spec_of(32, 1, 4, 2, 64);
