@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -17,25 +16,12 @@
 namespace graphrun {
 namespace {
 
-std::vector<int32_t> parse_ids(const std::string& text) {
-    std::vector<int32_t> ids;
-    std::stringstream in(text);
-    for (int32_t id; in >> id;) ids.push_back(id);
-    return ids;
-}
-
-std::string join(const std::vector<int32_t>& ids) {
-    std::string s;
-    for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
-    return s;
-}
-
 std::vector<int32_t> graphrun_greedy(const std::string& model, const std::vector<int32_t>& prompt, int n,
                                      int threads = 0) {
     test::ProcessResult r = test::run_graphrun(
-        {"-m", model, "--tokens", join(prompt), "-n", std::to_string(n), "-t", std::to_string(threads)});
+        {"-m", model, "--tokens", test::join_ids(prompt), "-n", std::to_string(n), "-t", std::to_string(threads)});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return parse_ids(r.out);
+    return test::parse_ids(r.out);
 }
 
 class ExpectedJson : public ::testing::TestWithParam<std::string> {};

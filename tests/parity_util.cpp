@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 
 extern char** environ;
@@ -108,9 +109,7 @@ std::optional<LlamaReference> llama_cpp_reference(const std::string& model,
                                                   const std::vector<int32_t>& prompt, int n,
                                                   const LlamaReferenceOptions& options) {
     if (prompt.empty()) throw std::invalid_argument("[llama.cpp reference] empty token prompt");
-    std::string ids;
-    for (int32_t t : prompt) ids += (ids.empty() ? "" : ",") + std::to_string(t);
-    return run_reference(model, {"--tokens", ids}, n, options);
+    return run_reference(model, {"--tokens", join_ids(prompt)}, n, options);
 }
 
 std::optional<LlamaReference> llama_cpp_reference_text(const std::string& model, const std::string& prompt,
@@ -191,6 +190,19 @@ ProcessResult run_graphrun(const std::vector<std::string>& args) {
     std::vector<std::string> argv = {GRAPHRUN_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_process(argv);
+}
+
+std::string join_ids(const std::vector<int32_t>& ids, const char* separator) {
+    std::string text;
+    for (int32_t id : ids) text += (text.empty() ? "" : separator) + std::to_string(id);
+    return text;
+}
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+    std::vector<int32_t> ids;
+    std::stringstream in(text);
+    for (int32_t id; in >> id;) ids.push_back(id);
+    return ids;
 }
 
 }  // namespace graphrun::test

@@ -69,4 +69,11 @@ ProcessResult run_process(const std::vector<std::string>& argv,
 // The `graphrun` executable of this build (compile definition GRAPHRUN_BINARY) with these arguments.
 ProcessResult run_graphrun(const std::vector<std::string>& args);
 
+// ---- token ids as text ----
+
+// {1, 403, 407} -> "1,403,407" (as --tokens takes them); separator ", " gives tokenize's spelling.
+std::string join_ids(const std::vector<int32_t>& ids, const char* separator = ",");
+// The whitespace-separated ids `graphrun --tokens` prints.
+std::vector<int32_t> parse_ids(const std::string& text);
+
 }  // namespace graphrun::test
