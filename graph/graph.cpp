@@ -42,6 +42,7 @@ GraphFile load_graph_file(const std::string& path) {
 }
 
 std::string default_graph_path() { return std::string(GRAPHRUN_SOURCE_DIR) + "/models/llama.json"; }
+std::string default_model_path() { return std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf"; }
 
 namespace {
 

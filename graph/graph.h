@@ -36,6 +36,7 @@ struct GraphFile {
 GraphFile load_graph_file(const std::string& path);
 GraphFile graph_file_from_string(std::string json_text, std::string name);  // for tests
 std::string default_graph_path();  // models/llama.json of this source tree
+std::string default_model_path();  // models/kjv-q8_0.gguf, the model graphrun ships (models/README.md)
 
 // Where a node input comes from once bound.
 struct ValueRef {

@@ -23,7 +23,7 @@ namespace {
 
 struct GenerateOptions {
     std::string graph_path = graph::default_graph_path();
-    std::string model_path;
+    std::string model_path = graph::default_model_path();
     std::string tokens, prompt, prompt_file;
     bool interactive = false, special = false;
     int64_t n_predict = 128;
@@ -173,7 +173,7 @@ void register_generate(CLI::App& app) {
     auto opt = std::make_shared<GenerateOptions>();
     SamplerParams& s = opt->sampling;
     app.add_option("--graph", opt->graph_path, "graph definition (JSON)")->capture_default_str();
-    app.add_option("-m,--model", opt->model_path, "model file (GGUF)");
+    app.add_option("-m,--model", opt->model_path, "model file (GGUF)")->capture_default_str();
     app.add_option("-p,--prompt", opt->prompt, "prompt text");
     app.add_option("-f,--file", opt->prompt_file, "read the prompt from a file");
     app.add_option("--tokens", opt->tokens, "prompt as token ids (e.g. 1,403,407); prints ids, greedy unless --temp");
