@@ -5,6 +5,7 @@
 // its SentencePiece ids, and PyTorch's greedy continuation computed with the weights exactly as
 // the Q8_0 file stores them (with the top-2 logit gaps, so a reader can see how far each choice
 // is from a tie). These tests need nothing outside the repository except llama.cpp for the last.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -15,6 +16,9 @@
 
 namespace graphrun {
 namespace {
+
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
 
 const std::string kModel = std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf";
 
@@ -49,6 +53,17 @@ TEST(TrainedModel, GreedyContinuationEqualsPyTorchs) {
     test::ProcessResult r = test::run_graphrun({"-m", kModel, "-p", want["prompt"].get<std::string>(), "-n", n, "--temp", "0"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, want["q8_0"]["text"].get<std::string>() + "\n");
+}
+
+// What a person trying graphrun sees: sampled at temperature 0.8, the model writes King James
+// English. A random or broken model draws "unto" or "LORD" (one piece each among 2,048) rarely.
+TEST(TrainedModel, SampledTextAtTemperature08ReadsLikeTheBible) {
+    for (const char* seed : {"1", "2", "3", "4"}) {
+        test::ProcessResult r = test::run_graphrun({"-p", "And God said", "-n", "100", "--temp", "0.8", "--seed", seed});
+        ASSERT_EQ(r.exit_code, 0) << r.err;  // no -m: the shipped model is the default
+        EXPECT_THAT(r.out, AnyOf(HasSubstr(" unto "), HasSubstr(" LORD"))) << "seed " << seed;
+        EXPECT_GT(r.out.size(), 200u) << "seed " << seed << ": 100 tokens are words, not a few bytes";
+    }
 }
 
 TEST(TrainedModel, GreedyTextEqualsLlamaCpps) {
