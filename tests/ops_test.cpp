@@ -17,26 +17,8 @@ using ::testing::HasSubstr;
 
 constexpr double kTol = 1e-10;
 
-// Kernel (one range; three odd ranges; in place when allowed) vs reference, plus infer's output shape.
 void expect_matches_reference(const char* name, const OpCall& call, double tol = kTol) {
-    const ops::OpDef& op = op_row(name);
-    const ops::TensorDesc inferred = op.infer(call.node(name));
-    EXPECT_EQ(inferred.shape, call.out.shape) << name;
-    EXPECT_EQ(inferred.dtype, call.out.dtype) << name;
-
-    OpCall ref = call;
-    op.reference(ref.args());
-    const std::vector<float> want = ref.out.floats();
-    for (bool split : {false, true}) {
-        OpCall c = call;
-        run_op(op, c.args(), split);
-        EXPECT_LT(nmse(c.out.floats(), want), tol) << name << (split ? " split ranges" : " one range");
-    }
-    if (op.in_place) {
-        OpCall c = call;
-        run_op(op, c.args_in_place(), true);
-        EXPECT_LT(nmse(c.in[0].floats(), want), tol) << name << " in place";
-    }
+    expect_kernel_matches_reference(name, call, tol);
 }
 
 OpCall rmsnorm_call(int64_t n_tokens, int64_t n, uint32_t seed) {
