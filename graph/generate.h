@@ -7,7 +7,7 @@
 #include <span>
 
 #include "graph/session.h"
-#include "runtime/sampler.h"
+#include "runtime/text/sampler.h"
 
 namespace graphrun::graph {
 

@@ -1,5 +1,5 @@
 // tests/sampler_test.cpp — each sampling stage held to its definition on known logits, then the chain.
-#include "runtime/sampler.h"
+#include "runtime/text/sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "runtime/gguf.h"
-#include "runtime/tokenizer.h"
-#include "runtime/tokenizer_internal.h"
+#include "runtime/text/tokenizer.h"
+#include "runtime/text/tokenizer_internal.h"
 
 namespace graphrun::tokenizer_test {
 

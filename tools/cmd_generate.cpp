@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "graph/generate.h"
-#include "runtime/tokenizer.h"
+#include "runtime/text/tokenizer.h"
 #include "tools/commands.h"
 
 namespace graphrun::tools {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "runtime/gguf.h"
-#include "runtime/tokenizer.h"
+#include "runtime/text/tokenizer.h"
 #include "tools/commands.h"
 
 namespace graphrun::tools {

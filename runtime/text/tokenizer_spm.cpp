@@ -1,4 +1,4 @@
-// runtime/tokenizer_spm.cpp — SentencePiece BPE encoding ("llama" vocabularies), as llama.cpp does it.
+// runtime/text/tokenizer_spm.cpp — SentencePiece BPE encoding ("llama" vocabularies), as llama.cpp does it.
 //
 // The text (spaces already escaped as "▁") starts as one symbol per UTF-8 character. Every adjacent
 // pair whose concatenation is a vocabulary piece goes into a queue ordered by that piece's score,
@@ -10,7 +10,7 @@
 #include <queue>
 #include <unordered_map>
 
-#include "runtime/tokenizer_internal.h"
+#include "runtime/text/tokenizer_internal.h"
 
 namespace graphrun::tokenizer_detail {
 

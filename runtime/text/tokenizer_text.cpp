@@ -1,6 +1,6 @@
-// runtime/tokenizer_text.cpp — text <-> ids: special-token partitioning, encode, decode, streaming.
-#include "runtime/tokenizer.h"
-#include "runtime/tokenizer_internal.h"
+// runtime/text/tokenizer_text.cpp — text <-> ids: special-token partitioning, encode, decode, streaming.
+#include "runtime/text/tokenizer.h"
+#include "runtime/text/tokenizer_internal.h"
 
 namespace graphrun {
 

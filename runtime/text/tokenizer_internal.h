@@ -1,4 +1,4 @@
-// runtime/tokenizer_internal.h — what runtime/tokenizer*.cpp share; not part of the public API
+// runtime/text/tokenizer_internal.h — what runtime/text/tokenizer*.cpp share; not part of the public API
 // (tests include it to check the pre-tokenizer and UTF-8 helpers directly).
 //
 // A vocabulary is loaded once (tokenizer.cpp), validated, and then only read: the two encoders

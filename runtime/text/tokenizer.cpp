@@ -1,10 +1,10 @@
-// runtime/tokenizer.cpp — loading and validating a GGUF file's vocabulary (tokenizer.ggml.*).
+// runtime/text/tokenizer.cpp — loading and validating a GGUF file's vocabulary (tokenizer.ggml.*).
 //
 // Defaults follow llama.cpp: "llama" vocabularies have BOS 1, EOS 2, UNK 0, add BOS and prefix a
 // space; "gpt2" ones have BOS = EOS = 11 and add neither. A default id outside the vocabulary is
 // dropped quietly; an id the file states outside it is refused. Everything the encoders index is
 // checked here, so they never look past an array's end.
-#include "runtime/tokenizer.h"
+#include "runtime/text/tokenizer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "runtime/gguf.h"
-#include "runtime/tokenizer_internal.h"
+#include "runtime/text/tokenizer_internal.h"
 
 namespace graphrun {
 

@@ -1,4 +1,4 @@
-// runtime/tokenizer_bpe.cpp — byte-level BPE ("gpt2" vocabularies): pre-tokenizer and merges,
+// runtime/text/tokenizer_bpe.cpp — byte-level BPE ("gpt2" vocabularies): pre-tokenizer and merges,
 // following llama.cpp's implementation so the ids match it.
 //
 // 1. The pre-tokenizer splits the text into words (see PreTokenizer); merges never cross words.
@@ -7,7 +7,7 @@
 // 4. Each final symbol is emitted as its token.
 #include <queue>
 
-#include "runtime/tokenizer_internal.h"
+#include "runtime/text/tokenizer_internal.h"
 
 namespace graphrun::tokenizer_detail {
 

@@ -1,9 +1,9 @@
-// runtime/tokenizer_unicode.cpp — UTF-8, Unicode categories (ICU) and GPT-2's byte alphabet.
+// runtime/text/tokenizer_unicode.cpp — UTF-8, Unicode categories (ICU) and GPT-2's byte alphabet.
 #include <unicode/uchar.h>
 
 #include <array>
 
-#include "runtime/tokenizer_internal.h"
+#include "runtime/text/tokenizer_internal.h"
 
 namespace graphrun::tokenizer_detail {
 

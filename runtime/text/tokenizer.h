@@ -1,4 +1,4 @@
-// runtime/tokenizer.h — the tokenizer a Llama GGUF file carries, giving llama.cpp's token ids.
+// runtime/text/tokenizer.h — the tokenizer a Llama GGUF file carries, giving llama.cpp's token ids.
 //
 // Two vocabulary models (tokenizer.ggml.model):
 //   "llama": SentencePiece BPE. Spaces are escaped as U+2581 "▁", a space is prefixed to the text

@@ -1,5 +1,5 @@
-// runtime/sampler.cpp — the sampling stages and the chain (see sampler.h for the semantics).
-#include "runtime/sampler.h"
+// runtime/text/sampler.cpp — the sampling stages and the chain (see sampler.h for the semantics).
+#include "runtime/text/sampler.h"
 
 #include <algorithm>
 #include <cmath>

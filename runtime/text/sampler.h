@@ -1,4 +1,4 @@
-// runtime/sampler.h — picking the next token from a row of logits (n_vocab) f32.
+// runtime/text/sampler.h — picking the next token from a row of logits (n_vocab) f32.
 //
 // The chain and every stage follow llama.cpp's semantics (llama-sampling.cpp and common's default
 // order), so a graphrun run and a llama.cpp run with the same settings filter the same tokens:
