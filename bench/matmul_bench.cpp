@@ -103,8 +103,8 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
 
     const ops::VecDotFn scalar_dot =
         type == DType::Q8_0 ? ops::scalar::vec_dot_q8_0_q8_0 : ops::scalar::vec_dot_q4_0_q8_0;
-    const ops::MatmulF32Path f32_path =
-        variant == Variant::Scalar ? ops::MatmulF32Path::Scalar : ops::matmul_f32_best_path();
+    const ops::SimdLevel f32_path =
+        variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level();
     auto run = [&](int64_t begin, int64_t end) {
         if (!quantized) return ops::matmul_f32_run_path(f32_path, args, begin, end);
         if (variant == Variant::Scalar) return ops::matmul_quant_run_with(args, begin, end, scalar_dot);
@@ -140,7 +140,7 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
     state.counters["FLOP/s"] = benchmark::Counter(op.flops(args) * iters, benchmark::Counter::kIsRate);
     const std::string path = variant == Variant::Scalar ? "scalar"
                              : quantized                ? ops::simd_level_name(ops::active_simd_level())
-                                                        : ops::matmul_f32_path_name(f32_path);
+                                                        : ops::simd_level_name(f32_path);
     state.SetLabel(path + " x" + std::to_string(variant == Variant::Simd2 ? 2 : 1) + ", " +
                    std::to_string(pool.copies) + " weight copies");
 }

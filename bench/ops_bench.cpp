@@ -5,7 +5,10 @@
 // Default runs are short (MinTime 0.05 s each); pass --benchmark_min_time=1 for steadier figures.
 #include <benchmark/benchmark.h>
 
+#include "ops/attention.h"
 #include "ops/matmul_f32.h"
+#include "ops/rmsnorm.h"
+#include "ops/rope.h"
 #include "tests/op_test_util.h"
 
 namespace graphrun::testing {
@@ -32,7 +35,7 @@ void BM_rmsnorm(benchmark::State& state) {
     c.in = {f32_tensor({T, kEmbd}, random_floats(size_t(T * kEmbd), 1)),
             f32_tensor({kEmbd}, random_floats(kEmbd, 2))};
     c.out = output_tensor(DType::F32, {T, kEmbd});
-    c.params.eps = 1e-5f;
+    c.params = OpParams::of(ops::RmsnormParams{.eps = 1e-5f});
     const ops::OpDef& op = op_row("rmsnorm");
     const KernelArgs args = c.args();
     for (auto _ : state) run_whole(op, args), benchmark::ClobberMemory();
@@ -48,9 +51,7 @@ void BM_rope(benchmark::State& state) {
     OpCall c;
     c.in = {f32_tensor({T, width}, random_floats(size_t(T * width), 3)), i32_tensor({T}, pos)};
     c.out = output_tensor(DType::F32, {T, width});
-    c.params.n_head = kHeads;
-    c.params.head_dim = kHeadDim;
-    c.params.rope_base = 10000.0f;
+    c.params = OpParams::of(ops::RopeParams{.n_head = kHeads, .head_dim = kHeadDim, .base = 10000.0f});
     const ops::OpDef& op = op_row("rope");
     const KernelArgs args = c.args();
     for (auto _ : state) run_whole(op, args), benchmark::ClobberMemory();
@@ -78,10 +79,8 @@ void BM_attention_decode(benchmark::State& state) {
             f32_tensor({1, kvw}, random_floats(size_t(kvw), 7)),
             f32_tensor({1, kvw}, random_floats(size_t(kvw), 8)), i32_tensor({1}, {int32_t(n_pos - 1)})};
     c.out = output_tensor(DType::F32, {1, qw});
-    c.params.n_head = kHeads;
-    c.params.n_head_kv = n_head_kv;
-    c.params.head_dim = kHeadDim;
-    c.params.layer = 0;
+    c.params = OpParams::of(
+        ops::AttentionParams{.n_head = kHeads, .n_head_kv = n_head_kv, .head_dim = kHeadDim, .layer = 0});
     c.kv = {cache_k.data(), cache_v.data(), n_pos, kvw};
     const ops::OpDef& op = op_row("attention");
     const KernelArgs args = c.args();
@@ -114,13 +113,13 @@ BENCHMARK(BM_swiglu)->Arg(1)->Arg(32)->MinTime(kMinTime);
 
 // Decode matmul x (1, 4096) · W (4096, 4096)ᵀ through each path this CPU has; bytes are the weights.
 void BM_matmul_f32_decode(benchmark::State& state) {
-    const auto path = ops::MatmulF32Path(state.range(0));
+    const auto path = ops::SimdLevel(state.range(0));
     const DType wtype = state.range(1) ? DType::F16 : DType::F32;
-    if (!ops::matmul_f32_path_available(path)) {
+    if (!ops::simd_level_available(path)) {
         state.SkipWithError("path not available on this CPU");
         return;
     }
-    state.SetLabel(std::string(ops::matmul_f32_path_name(path)) + " " + dtype_name(wtype));
+    state.SetLabel(std::string(ops::simd_level_name(path)) + " " + dtype_name(wtype));
     const int64_t N = kEmbd, K = kEmbd;
     OpCall c;
     static const std::vector<float> w = random_floats(size_t(N * K), 11);  // made once for all six runs
@@ -134,8 +133,7 @@ void BM_matmul_f32_decode(benchmark::State& state) {
 }
 BENCHMARK(BM_matmul_f32_decode)
     ->ArgNames({"path", "f16"})
-    ->ArgsProduct({{int(ops::MatmulF32Path::Scalar), int(ops::MatmulF32Path::Avx2),
-                    int(ops::MatmulF32Path::Avx512)},
+    ->ArgsProduct({{int(ops::SimdLevel::Scalar), int(ops::SimdLevel::Avx2), int(ops::SimdLevel::Avx512)},
                    {0, 1}})
     ->MinTime(kMinTime);
 

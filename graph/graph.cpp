@@ -1,12 +1,13 @@
 // graph/graph.cpp — reading a graph file and binding it to a model's metadata and weights.
 #include "graph/graph.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "ops/op_table.h"
 
@@ -41,22 +42,14 @@ GraphFile load_graph_file(const std::string& path) {
     return graph_file_from_string(text.str(), path);
 }
 
-std::string default_graph_path() { return std::string(GRAPHRUN_SOURCE_DIR) + "/models/llama.json"; }
-std::string default_model_path() { return std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf"; }
+std::string default_graph_path() {
+    return std::string(GRAPHRUN_SOURCE_DIR) + "/models/llama.json";
+}
+std::string default_model_path() {
+    return std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf";
+}
 
 namespace {
-
-// The OpParams fields a graph may set, by attribute name.
-struct ParamField {
-    const char* name;
-    float OpParams::*as_float;
-    int OpParams::*as_int;
-};
-constexpr ParamField kParamFields[] = {
-    {"eps", &OpParams::eps, nullptr},          {"rope_base", &OpParams::rope_base, nullptr},
-    {"n_head", nullptr, &OpParams::n_head},    {"n_head_kv", nullptr, &OpParams::n_head_kv},
-    {"head_dim", nullptr, &OpParams::head_dim}, {"layer", nullptr, &OpParams::layer},
-};
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
     for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
@@ -65,7 +58,7 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 }
 
 class Binder {
-public:
+  public:
     Binder(const GraphFile& file, const GgufFile& model) : file_(file), model_(model) {
         graph_.source = file.path;
     }
@@ -74,8 +67,8 @@ public:
         Json root = Json::parse(file_.json_text);
         const std::string model_arch = model_.find_string("general.architecture").value_or("(none)");
         if (model_arch != file_.architecture)
-            fail("architecture", "the model is '" + model_arch + "' but this graph runs '" +
-                                     file_.architecture + "' models");
+            fail("architecture",
+                 "the model is '" + model_arch + "' but this graph runs '" + file_.architecture + "' models");
         if (root.contains("symbols")) bind_symbols(root["symbols"]);
         if (root.contains("inputs")) bind_inputs(root["inputs"]);
         if (!root["nodes"].is_array()) fail("nodes", "must be an array");
@@ -84,7 +77,7 @@ public:
         return std::move(graph_);
     }
 
-private:
+  private:
     [[noreturn]] void fail(const std::string& where, const std::string& what) const {
         throw GraphError(file_.path + ": " + where + ": " + what);
     }
@@ -110,7 +103,8 @@ private:
             if (!args.is_array() || args.size() != 2) fail(where, "'div' takes two operands");
             const double a = operand(where, args[0]), b = operand(where, args[1]);
             if (b == 0 || std::fmod(a, b) != 0)
-                fail(where, std::to_string(int64_t(a)) + " is not divisible by " + std::to_string(int64_t(b)));
+                fail(where,
+                     std::to_string(int64_t(a)) + " is not divisible by " + std::to_string(int64_t(b)));
             return a / b;
         }
         fail(where, "must have 'key' or 'div'");
@@ -159,7 +153,8 @@ private:
                 bind_repeat(node, prefix);
                 continue;
             }
-            if (!node.contains("id") || !node["id"].is_string()) fail("nodes", "a node has no string 'id': " + node.dump());
+            if (!node.contains("id") || !node["id"].is_string())
+                fail("nodes", "a node has no string 'id': " + node.dump());
             const std::string id = node["id"].get<std::string>();
             if (!defined_here.insert(id).second)
                 fail("node '" + prefix + id + "'", "id '" + id + "' is defined twice in the same block");
@@ -195,38 +190,85 @@ private:
         out.name = name;
         if (!node.contains("op") || !node["op"].is_string()) fail(where, "missing string field 'op'");
         out.op = node["op"].get<std::string>();
-        if (out.op != "matmul" && !ops::find_op(out.op)) fail(where, "unknown op '" + out.op + "'");
+        const ops::OpDef* op = ops::find_graph_op(out.op);
+        if (!op) fail(where, "unknown op '" + out.op + "' (known: " + known_ops() + ")");
         if (!node.contains("in") || !node["in"].is_array()) fail(where, "missing array field 'in'");
         for (const Json& input : node["in"]) out.inputs.push_back(resolve_input(where, input));
 
+        out.params = op->defaults;
         for (const auto& [key, value] : node.items()) {
             if (key == "id" || key == "op" || key == "in") continue;
-            set_param(where, out, key, value);
+            set_attribute(where, *op, out, key, value);
         }
+        for (const ops::AttrDecl& decl : op->attrs)
+            if (decl.required &&
+                std::find(out.attributes.begin(), out.attributes.end(), decl.name) == out.attributes.end())
+                fail(where, "op '" + out.op + "' needs attribute '" + decl.name + "' (" + decl.about + ")");
         scope_[id] = {ValueRef::Kind::Node, int(graph_.nodes.size())};
         graph_.nodes.push_back(std::move(out));
     }
 
-    void set_param(const std::string& where, GraphNode& node, const std::string& key, const Json& value) {
-        for (const ParamField& field : kParamFields) {
-            if (key != field.name) continue;
-            const double v = operand(where + " attribute '" + key + "'", value);
-            if (field.as_float) {
-                node.params.*field.as_float = float(v);
-            } else {
-                if (v != std::floor(v)) fail(where, "attribute '" + key + "' must be a whole number");
-                node.params.*field.as_int = int(v);
-            }
-            node.attributes.push_back(key);
-            return;
-        }
+    static std::string known_ops() {
         std::string known;
-        for (const ParamField& field : kParamFields) known += (known.empty() ? "" : ", ") + std::string(field.name);
-        fail(where, "unknown attribute '" + key + "' (known: id, op, in, " + known + ")");
+        for (const ops::OpDef* row : ops::op_table())
+            if (ops::find_graph_op(row->op_name()) == row)
+                known += (known.empty() ? "" : ", ") + std::string(row->op_name());
+        return known;
+    }
+
+    // Checks `value` against the op's declaration of attribute `key` and sets it in the node's params.
+    void set_attribute(const std::string& where, const ops::OpDef& op, GraphNode& node,
+                       const std::string& key, const Json& value) {
+        const auto decl = std::find_if(op.attrs.begin(), op.attrs.end(),
+                                       [&](const ops::AttrDecl& d) { return key == d.name; });
+        if (decl == op.attrs.end()) {
+            std::string known;
+            for (const ops::AttrDecl& d : op.attrs)
+                known += (known.empty() ? "" : ", ") + std::string(d.name);
+            fail(where, "unknown attribute '" + key + "' (op '" + node.op + "' takes " +
+                            (known.empty() ? "none" : known) + ", besides id, op and in)");
+        }
+        const std::string what = where + " attribute '" + key + "'";
+        double v = 0;
+        if (decl->kind == ops::AttrKind::Choice) {
+            v = choice_index(what, *decl, value);
+        } else {
+            v = operand(what, value);
+            if (!std::isfinite(v) || v < decl->min || v > decl->max)
+                fail(what, "is " + number_text(v) + ", outside " + number_text(decl->min) + " .. " +
+                               number_text(decl->max) + " (" + decl->about + ")");
+            if (decl->kind == ops::AttrKind::Int && v != std::floor(v))
+                fail(what, "must be a whole number, got " + number_text(v));
+        }
+        node.params = decl->set(node.params, v);
+        node.attributes.push_back(key);
+    }
+
+    // A word of the declaration's choices ("normal|neox") -> its index.
+    double choice_index(const std::string& what, const ops::AttrDecl& decl, const Json& value) const {
+        const std::string choices = decl.choices;
+        if (value.is_string()) {
+            const std::string word = value.get<std::string>();
+            size_t start = 0;
+            for (int index = 0;; ++index) {
+                const size_t bar = choices.find('|', start);
+                if (choices.substr(start, bar - start) == word) return index;
+                if (bar == std::string::npos) break;
+                start = bar + 1;
+            }
+        }
+        fail(what, "must be one of " + choices + ", got " + value.dump());
+    }
+
+    static std::string number_text(double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.10g", v);
+        return buf;
     }
 
     std::string substitute(std::string text) const {
-        for (const auto& [index, value] : indices_) text = replace_all(text, "{" + index + "}", std::to_string(value));
+        for (const auto& [index, value] : indices_)
+            text = replace_all(text, "{" + index + "}", std::to_string(value));
         return text;
     }
 
@@ -244,7 +286,8 @@ private:
             const std::string second = input.contains("or") ? substitute(input["or"].get<std::string>()) : "";
             if (!second.empty())
                 if (const GgufTensor* tensor = model_.find_tensor(second)) return weight(second, tensor);
-            fail(where, "the model has no weight '" + first + "'" + (second.empty() ? "" : " nor '" + second + "'"));
+            fail(where,
+                 "the model has no weight '" + first + "'" + (second.empty() ? "" : " nor '" + second + "'"));
         }
         fail(where, "each input must be a name or {\"weight\": ..., \"or\": ...}, got " + input.dump());
     }

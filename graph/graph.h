@@ -22,7 +22,7 @@
 namespace graphrun::graph {
 
 class GraphError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -49,8 +49,8 @@ struct GraphInput {
 };
 
 struct GraphWeight {
-    std::string name;           // the GGUF tensor actually used
-    const GgufTensor* tensor;   // into the mapping
+    std::string name;          // the GGUF tensor actually used
+    const GgufTensor* tensor;  // into the mapping
 };
 
 struct GraphNode {
@@ -58,12 +58,12 @@ struct GraphNode {
     std::string op;    // as written: "matmul", "rmsnorm", ...
     std::vector<ValueRef> inputs;
     OpParams params;
-    std::vector<std::string> attributes;  // which OpParams fields the graph set, for dumps and checks
+    std::vector<std::string> attributes;  // the attributes the graph set (the op declares them), for dumps
 };
 
 // A bound graph: everything resolved, nodes in definition order (each refers only to earlier ones).
 struct Graph {
-    std::string source;  // graph file path, for messages
+    std::string source;                     // graph file path, for messages
     std::map<std::string, double> symbols;  // resolved sizes and constants, for the plan dump
     std::vector<GraphInput> inputs;
     std::vector<GraphWeight> weights;

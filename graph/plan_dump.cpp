@@ -1,6 +1,6 @@
 // graph/plan_dump.cpp — the plan as a person reads it (text) and as tools read it (JSON).
+#include <algorithm>
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "graph/plan.h"
@@ -23,6 +23,25 @@ std::string where(const PlanTensor& t) {
     return std::string(plan_tensor_kind_name(t.kind)) + "@" + std::to_string(t.offset);
 }
 
+// "rmsnorm/avx2", or the plain name for kernels without instruction-set paths.
+std::string kernel_label(const ops::OpDef& op) {
+    std::string label = op.name;
+    if (op.simd_path) label += std::string("/") + ops::simd_level_name(op.simd_path());
+    return label;
+}
+
+// "eps=1e-05 n_head=6": the attributes the graph set, in the op's declaration order.
+std::string attributes_text(const GraphNode& node, const ops::OpDef& op) {
+    std::string text;
+    for (const ops::AttrDecl& decl : op.attrs) {
+        if (std::find(node.attributes.begin(), node.attributes.end(), decl.name) == node.attributes.end())
+            continue;
+        text += (text.empty() ? "" : " ") + std::string(decl.name) + "=" +
+                ops::attr_value_text(decl, node.params);
+    }
+    return text;
+}
+
 std::string pad(std::string s, size_t width) {
     if (s.size() < width) s.append(width - s.size(), ' ');
     return s;
@@ -31,21 +50,25 @@ std::string pad(std::string s, size_t width) {
 }  // namespace
 
 std::string dump_plan_text(const Plan& plan, const Graph& graph) {
-    std::string out = "plan of " + graph.source + " for " + std::to_string(plan.n_tokens) + " token(s): " +
-                      std::to_string(plan.steps.size()) + " steps\n";
+    std::string out = "plan of " + graph.source + " for " + std::to_string(plan.n_tokens) +
+                      " token(s): " + std::to_string(plan.steps.size()) + " steps\n";
     out += "symbols:";
     for (const auto& [name, value] : graph.symbols) {
         char buf[64];
         std::snprintf(buf, sizeof buf, " %s=%g", name.c_str(), value);
         out += buf;
     }
-    out += "\n\n" + pad("step", 6) + pad("kernel", 12) + pad("output", 22) + pad("dtype (shape)", 20) +
+    out += "\nkernels run at: " + std::string(ops::simd_level_name(ops::active_simd_level())) +
+           " (this CPU: " + ops::simd_level_name(ops::cpu_simd_level()) +
+           "; GRAPHRUN_SIMD=scalar|avx2 caps it)\n";
+    out += "\n" + pad("step", 6) + pad("kernel", 18) + pad("output", 22) + pad("dtype (shape)", 20) +
            pad("offset", 10) + pad("bytes", 11) + "inputs\n";
     for (size_t s = 0; s < plan.steps.size(); ++s) {
         const PlanStep& step = plan.steps[s];
         const PlanTensor& o = plan.tensors[step.output];
-        std::string line = pad(std::to_string(s), 6) + pad(step.op->name, 12) + pad(o.name, 22) +
-                           pad(o.desc.str(), 20) + pad(std::to_string(o.offset), 10) + pad(with_commas(o.bytes), 11);
+        std::string line = pad(std::to_string(s), 6) + pad(kernel_label(*step.op), 18) + pad(o.name, 22) +
+                           pad(o.desc.str(), 20) + pad(std::to_string(o.offset), 10) +
+                           pad(with_commas(o.bytes), 11);
         for (size_t i = 0; i < step.inputs.size(); ++i) {
             const PlanTensor& in = plan.tensors[step.inputs[i]];
             line += (i ? ", " : "") + in.name + " " + in.desc.str() + " " + where(in);
@@ -55,6 +78,8 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
             line += "; scratch " + with_commas(sc.bytes) + " bytes @" + std::to_string(sc.offset);
         }
         if (o.reuses >= 0) line += "; in place of " + plan.tensors[o.reuses].name;
+        if (const std::string attrs = attributes_text(graph.nodes[step.node], *step.op); !attrs.empty())
+            line += "; " + attrs;
         out += line + "\n";
     }
     const double ratio = plan.arena_bytes ? double(plan.naive_bytes) / double(plan.arena_bytes) : 0.0;
@@ -63,9 +88,9 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
     out += "\ntotals\n";
     out += "  arena peak       " + with_commas(plan.arena_bytes) + " bytes (naive sum of intermediates " +
            with_commas(plan.naive_bytes) + " bytes, " + ratio_text + " larger)\n";
-    out += "  KV cache         " + with_commas(plan.kv.bytes()) + " bytes (" + std::to_string(plan.kv.n_layer) +
-           " layers x " + std::to_string(plan.kv.n_ctx) + " positions x " + std::to_string(plan.kv.row) +
-           " f16 values, keys and values)\n";
+    out += "  KV cache         " + with_commas(plan.kv.bytes()) + " bytes (" +
+           std::to_string(plan.kv.n_layer) + " layers x " + std::to_string(plan.kv.n_ctx) + " positions x " +
+           std::to_string(plan.kv.row) + " f16 values, keys and values)\n";
     out += "  weights mapped   " + with_commas(plan.weight_bytes) + " bytes\n";
     return out;
 }
@@ -74,8 +99,11 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
     using Json = nlohmann::ordered_json;
     auto tensor_json = [&](int id) {
         const PlanTensor& t = plan.tensors[id];
-        Json j = {{"name", t.name}, {"kind", plan_tensor_kind_name(t.kind)}, {"dtype", dtype_name(t.desc.dtype)},
-                  {"shape", t.desc.shape}, {"bytes", t.bytes}};
+        Json j = {{"name", t.name},
+                  {"kind", plan_tensor_kind_name(t.kind)},
+                  {"dtype", dtype_name(t.desc.dtype)},
+                  {"shape", t.desc.shape},
+                  {"bytes", t.bytes}};
         if (t.kind != PlanTensor::Kind::Weight) {
             j["offset"] = t.offset;
             j["lifetime"] = {t.first_step, t.last_step};
@@ -88,9 +116,22 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
         const PlanStep& step = plan.steps[s];
         Json inputs = Json::array();
         for (int id : step.inputs) inputs.push_back(tensor_json(id));
-        Json j = {{"index", s}, {"node", graph.nodes[step.node].name}, {"op", graph.nodes[step.node].op},
-                  {"kernel", step.op->name}, {"output", tensor_json(step.output)}, {"inputs", inputs}};
+        Json j = {{"index", s},
+                  {"node", graph.nodes[step.node].name},
+                  {"op", graph.nodes[step.node].op},
+                  {"kernel", step.op->name},
+                  {"output", tensor_json(step.output)},
+                  {"inputs", inputs}};
         if (step.scratch >= 0) j["scratch"] = tensor_json(step.scratch);
+        if (step.op->simd_path) j["simd"] = ops::simd_level_name(step.op->simd_path());
+        const GraphNode& node = graph.nodes[step.node];
+        Json attributes = Json::object();
+        for (const ops::AttrDecl& decl : step.op->attrs)
+            if (std::find(node.attributes.begin(), node.attributes.end(), decl.name) != node.attributes.end())
+                attributes[decl.name] = decl.kind == ops::AttrKind::Choice
+                                            ? Json(ops::attr_value_text(decl, node.params))
+                                            : Json(decl.get(node.params));
+        j["attributes"] = attributes;
         steps.push_back(std::move(j));
     }
     Json root = {{"graph", graph.source},

@@ -2,15 +2,20 @@
 #include <algorithm>
 
 #include "graph/plan.h"
+#include "ops/attention.h"
 
 namespace graphrun::graph {
 
 const char* plan_tensor_kind_name(PlanTensor::Kind kind) {
     switch (kind) {
-        case PlanTensor::Kind::Input: return "input";
-        case PlanTensor::Kind::Weight: return "weight";
-        case PlanTensor::Kind::Intermediate: return "arena";
-        case PlanTensor::Kind::Scratch: return "scratch";
+        case PlanTensor::Kind::Input:
+            return "input";
+        case PlanTensor::Kind::Weight:
+            return "weight";
+        case PlanTensor::Kind::Intermediate:
+            return "arena";
+        case PlanTensor::Kind::Scratch:
+            return "scratch";
     }
     return "?";
 }
@@ -28,14 +33,15 @@ KvCacheSpec kv_cache_spec(const Plan& plan, const Graph& graph, int64_t n_ctx) {
     KvCacheSpec kv;
     kv.n_ctx = n_ctx;
     for (const PlanStep& step : plan.steps) {
-        if (step.params.layer < 0) continue;
-        const int64_t row = int64_t(step.params.n_head_kv) * step.params.head_dim;
+        if (!step.params.holds<ops::AttentionParams>()) continue;
+        const ops::AttentionParams p = step.params.get<ops::AttentionParams>();
+        const int64_t row = int64_t(p.n_head_kv) * p.head_dim;
         const ops::NodeInfo info{graph.nodes[step.node].name, graph.nodes[step.node].op, {}, step.params};
         if (kv.row != 0 && row != kv.row)
             throw ops::PlanError(info, "KV rows of " + std::to_string(row) + " floats, other layers use " +
                                            std::to_string(kv.row));
         kv.row = row;
-        kv.n_layer = std::max<int64_t>(kv.n_layer, step.params.layer + 1);
+        kv.n_layer = std::max<int64_t>(kv.n_layer, p.layer + 1);
     }
     return kv;
 }
@@ -49,17 +55,20 @@ Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
 
     // Graph inputs: (n_tokens) i32 each, written by the session before every run.
     for (const GraphInput& input : graph.inputs) {
-        plan.input_tensors.push_back(add_tensor(
-            plan, {input.name, {DType::I32, {n_tokens}}, PlanTensor::Kind::Input}));
+        plan.input_tensors.push_back(
+            add_tensor(plan, {input.name, {DType::I32, {n_tokens}}, PlanTensor::Kind::Input}));
     }
     std::vector<int> weight_tensor(graph.weights.size(), -1);
     std::vector<int> node_tensor(graph.nodes.size(), -1);
 
     auto tensor_of = [&](const ValueRef& ref) {
         switch (ref.kind) {
-            case ValueRef::Kind::Input: return plan.input_tensors[ref.index];
-            case ValueRef::Kind::Node: return node_tensor[ref.index];
-            case ValueRef::Kind::Weight: break;
+            case ValueRef::Kind::Input:
+                return plan.input_tensors[ref.index];
+            case ValueRef::Kind::Node:
+                return node_tensor[ref.index];
+            case ValueRef::Kind::Weight:
+                break;
         }
         int& id = weight_tensor[ref.index];
         if (id < 0) {
@@ -158,7 +167,8 @@ std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, KvCache& kv) {
             args.scratch = arena + plan.tensors[ps.scratch].offset;
             args.scratch_bytes = plan.tensors[ps.scratch].bytes;
         }
-        if (ps.params.layer >= 0) args.kv = kv.layer(ps.params.layer);
+        if (ps.params.holds<ops::AttentionParams>())
+            args.kv = kv.layer(ps.params.get<ops::AttentionParams>().layer);
         step.run = ps.op->run;
         step.run_items = ps.op->work_items(args);
         step.grain = ps.op->grain;

@@ -9,6 +9,8 @@
 
 namespace graphrun::ops {
 
+namespace {
+
 TensorDesc add_infer(const NodeInfo& node) {
     check_input_count(node, 2, "a, b");
     check_dtype(node, 0, "a", DType::F32);
@@ -45,5 +47,19 @@ void add_reference(const KernelArgs& args) {
 double add_flops(const KernelArgs& args) {
     return double(args.in[0].n_elements());
 }
+
+}  // namespace
+
+const OpDef kAddOp = {
+    .name = "add",
+    .n_inputs = 2,
+    .in_place = true,
+    .infer = add_infer,
+    .work_items = add_work_items,
+    .grain = 1,
+    .run = add_run,
+    .reference = add_reference,
+    .flops = add_flops,
+};
 
 }  // namespace graphrun::ops

@@ -37,8 +37,8 @@
 //     FMA round the v accumulation twice. We follow the AVX-512 build: llama.cpp's CPU-variant loader
 //     picks it on the machines the parity tests run on.
 // Values past f16's range (|x| > 65504) become inf when rounded, as in llama.cpp.
-// The kernels (scalar, AVX2, AVX-512) are in ops/attention_paths.cpp; every one equals
-// attention_reference bit for bit.
+// The kernels (scalar, AVX2, AVX-512; ops/cpu.h picks the level) are in ops/attention_paths.cpp; every one
+// equals attention_reference bit for bit.
 #include "ops/attention.h"
 
 #include <algorithm>
@@ -72,8 +72,6 @@ float ggml_f16_dot(const float* q, const float* k, int n) {
     return float(sum);
 }
 
-}  // namespace
-
 TensorDesc attention_infer(const NodeInfo& node) {
     check_input_count(node, 4, "q, k, v, positions");
     check_dtype(node, 0, "q", DType::F32);
@@ -84,7 +82,7 @@ TensorDesc attention_infer(const NodeInfo& node) {
     check_rank(node, 1, "k", 2, "(n_tokens, n_head_kv * head_dim)");
     check_rank(node, 2, "v", 2, "(n_tokens, n_head_kv * head_dim)");
     check_rank(node, 3, "positions", 1, "(n_tokens)");
-    const OpParams& p = node.params;
+    const AttentionParams p = node.params.get<AttentionParams>();
     if (p.n_head <= 0 || p.n_head_kv <= 0 || p.head_dim <= 0)
         throw PlanError(node, "n_head, n_head_kv and head_dim must be > 0, got n_head " +
                                   std::to_string(p.n_head) + ", n_head_kv " + std::to_string(p.n_head_kv) +
@@ -124,21 +122,22 @@ int64_t attention_prepare_items(const KernelArgs& args) {
 }
 
 void attention_prepare(const KernelArgs& args, int64_t begin, int64_t end) {
-    attention_prepare_path(attention_best_path(), args, begin, end);
+    attention_prepare_path(active_simd_level(), args, begin, end);
 }
 
 int64_t attention_work_items(const KernelArgs& args) {
-    return args.in[0].rows() * args.params.n_head;
+    return args.in[0].rows() * args.params.get<AttentionParams>().n_head;
 }
 
 void attention_run(const KernelArgs& args, int64_t begin, int64_t end) {
-    attention_run_path(attention_best_path(), args, begin, end);
+    attention_run_path(active_simd_level(), args, begin, end);
 }
 
 // The numbered steps of the header, as plain loops over floats that hold f16 values.
 void attention_reference(const KernelArgs& args) {
     const int64_t n_tokens = args.in[0].rows();
-    const int n_head = args.params.n_head, hd = args.params.head_dim, n_head_kv = args.params.n_head_kv;
+    const AttentionParams p = args.params.get<AttentionParams>();
+    const int n_head = p.n_head, hd = p.head_dim, n_head_kv = p.n_head_kv;
     const KvLayer& kv = args.kv;
     const int32_t* positions = args.in[3].as<int32_t>();
     for (int64_t t = 0; t < n_tokens; ++t)
@@ -192,7 +191,34 @@ double attention_flops(const KernelArgs& args) {
         }
         attended += double(last + 1);
     }
-    return 4.0 * double(args.params.head_dim) * double(args.params.n_head) * attended;
+    const AttentionParams p = args.params.get<AttentionParams>();
+    return 4.0 * double(p.head_dim) * double(p.n_head) * attended;
 }
+
+}  // namespace
+
+constexpr AttrDecl kAttentionAttrs[] = {
+    int_attr<&AttentionParams::n_head>("n_head", 1, kMaxHeads, "query heads"),
+    int_attr<&AttentionParams::n_head_kv>("n_head_kv", 1, kMaxHeads, "key/value heads (divides n_head)"),
+    int_attr<&AttentionParams::head_dim>("head_dim", 1, kAttentionMaxHeadDim, "elements per head"),
+    int_attr<&AttentionParams::layer>("layer", 0, kMaxLayers - 1,
+                                      "the KV cache layer this node reads and writes"),
+};
+
+const OpDef kAttentionOp = {
+    .name = "attention",
+    .n_inputs = 4,
+    .attrs = kAttentionAttrs,
+    .defaults = OpParams::of(AttentionParams{}),
+    .infer = attention_infer,
+    .work_items = attention_work_items,
+    .grain = 1,
+    .run = attention_run,
+    .prepare = attention_prepare,
+    .prepare_items = attention_prepare_items,
+    .reference = attention_reference,
+    .flops = attention_flops,
+    .simd_path = active_simd_level,
+};
 
 }  // namespace graphrun::ops

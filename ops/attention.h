@@ -7,21 +7,23 @@
 
 #include <cstdint>
 
+#include "ops/cpu.h"
 #include "runtime/kernel.h"
 
 namespace graphrun::ops {
 
-enum class AttentionPath { Scalar, Avx2, Avx512 };
+struct AttentionParams {
+    int n_head = 0;     // query heads
+    int n_head_kv = 0;  // key/value heads; n_head / n_head_kv query heads share one (grouped-query)
+    int head_dim = 0;   // elements per head
+    int layer = -1;     // which layer of the KV cache this node reads and writes
+};
 
 // head_dim above this is a plan error: the kernel keeps q and the accumulator of one head on its stack.
 constexpr int kAttentionMaxHeadDim = 512;
 
-const char* attention_path_name(AttentionPath path);  // "scalar", "avx2", "avx512"
-bool attention_path_available(AttentionPath path);    // does this CPU (and OS) support it
-AttentionPath attention_best_path();
-
 // attention_prepare / attention_run through one path; the path must be available.
-void attention_prepare_path(AttentionPath path, const KernelArgs& args, int64_t begin, int64_t end);
-void attention_run_path(AttentionPath path, const KernelArgs& args, int64_t begin, int64_t end);
+void attention_prepare_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end);
+void attention_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end);
 
 }  // namespace graphrun::ops

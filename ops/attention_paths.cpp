@@ -6,15 +6,13 @@
 // point, which carries that path's target attribute, so the loops inline into it too.
 // Scores are computed for a block of kBlock positions before they are folded into the softmax one by
 // one: the dot products of a block do not depend on each other, so they overlap in the pipeline.
-#include "ops/attention.h"
-
-#include "ops/simd.h"
-
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
 
+#include "ops/attention.h"
+#include "ops/simd.h"
 #include "runtime/fp16.h"
 
 namespace graphrun::ops {
@@ -251,8 +249,9 @@ inline void write_rows(const KernelArgs& args, int64_t begin, int64_t end) {
 // run: units u = t * n_head + h in [begin, end).
 template <class L>
 inline void attend_units(const KernelArgs& args, int64_t begin, int64_t end) {
-    const int n_head = args.params.n_head, hd = args.params.head_dim;
-    const int group = n_head / args.params.n_head_kv;
+    const AttentionParams p = args.params.get<AttentionParams>();
+    const int n_head = p.n_head, hd = p.head_dim;
+    const int group = n_head / p.n_head_kv;
     const KvLayer& kv = args.kv;
     const float scale = 1.0f / std::sqrt(float(hd));
     const int32_t* positions = args.in[3].as<int32_t>();
@@ -313,62 +312,26 @@ GR_AVX512 __attribute__((flatten)) void run_avx512(const KernelArgs& args, int64
 
 }  // namespace
 
-const char* attention_path_name(AttentionPath path) {
+void attention_prepare_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
+    assert(simd_level_available(path));
     switch (path) {
-        case AttentionPath::Scalar:
-            return "scalar";
-        case AttentionPath::Avx2:
-            return "avx2";
-        case AttentionPath::Avx512:
-            return "avx512";
-    }
-    return "?";
-}
-
-bool attention_path_available(AttentionPath path) {
-    __builtin_cpu_init();
-    const bool avx2 =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    switch (path) {
-        case AttentionPath::Scalar:
-            return true;
-        case AttentionPath::Avx2:
-            return avx2;
-        case AttentionPath::Avx512:
-            return avx2 && __builtin_cpu_supports("avx512f");
-    }
-    return false;
-}
-
-AttentionPath attention_best_path() {
-    static const AttentionPath best = [] {
-        for (AttentionPath p : {AttentionPath::Avx512, AttentionPath::Avx2})
-            if (attention_path_available(p)) return p;
-        return AttentionPath::Scalar;
-    }();
-    return best;
-}
-
-void attention_prepare_path(AttentionPath path, const KernelArgs& args, int64_t begin, int64_t end) {
-    assert(attention_path_available(path));
-    switch (path) {
-        case AttentionPath::Avx512:
+        case SimdLevel::Avx512:
             return prepare_avx512(args, begin, end);
-        case AttentionPath::Avx2:
+        case SimdLevel::Avx2:
             return prepare_avx2(args, begin, end);
-        case AttentionPath::Scalar:
+        case SimdLevel::Scalar:
             return prepare_scalar(args, begin, end);
     }
 }
 
-void attention_run_path(AttentionPath path, const KernelArgs& args, int64_t begin, int64_t end) {
-    assert(attention_path_available(path));
+void attention_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
+    assert(simd_level_available(path));
     switch (path) {
-        case AttentionPath::Avx512:
+        case SimdLevel::Avx512:
             return run_avx512(args, begin, end);
-        case AttentionPath::Avx2:
+        case SimdLevel::Avx2:
             return run_avx2(args, begin, end);
-        case AttentionPath::Scalar:
+        case SimdLevel::Scalar:
             return run_scalar(args, begin, end);
     }
 }

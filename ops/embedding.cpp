@@ -15,6 +15,8 @@
 
 namespace graphrun::ops {
 
+namespace {
+
 TensorDesc embedding_infer(const NodeInfo& node) {
     check_input_count(node, 2, "ids, table");
     check_dtype(node, 0, "ids", DType::I32);
@@ -72,5 +74,18 @@ void embedding_reference(const KernelArgs& args) {
 double embedding_flops(const KernelArgs&) {
     return 0.0;
 }
+
+}  // namespace
+
+const OpDef kEmbeddingOp = {
+    .name = "embedding",
+    .n_inputs = 2,
+    .infer = embedding_infer,
+    .work_items = embedding_work_items,
+    .grain = 8,
+    .run = embedding_run,
+    .reference = embedding_reference,
+    .flops = embedding_flops,
+};
 
 }  // namespace graphrun::ops

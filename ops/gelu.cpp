@@ -16,8 +16,6 @@ namespace {
 constexpr double kSqrt2OverPi = 0.79788456080286535587989211986876;  // sqrt(2 / pi)
 constexpr double kGeluCoefA = 0.044715;
 
-}  // namespace
-
 TensorDesc gelu_infer(const NodeInfo& node) {
     check_input_count(node, 1, "x");
     check_dtype(node, 0, "x", DType::F32);
@@ -64,5 +62,19 @@ void gelu_reference(const KernelArgs& args) {
 double gelu_flops(const KernelArgs& args) {
     return 7.0 * double(args.in[0].n_elements());
 }
+
+}  // namespace
+
+const OpDef kGeluOp = {
+    .name = "gelu",
+    .n_inputs = 1,
+    .in_place = true,
+    .infer = gelu_infer,
+    .work_items = gelu_work_items,
+    .grain = 1,
+    .run = gelu_run,
+    .reference = gelu_reference,
+    .flops = gelu_flops,
+};
 
 }  // namespace graphrun::ops

@@ -8,13 +8,12 @@
 // Paths: scalar, AVX2+FMA (+F16C for f16 weights), AVX-512F; see ops/matmul_f32.h.
 #include "ops/matmul_f32.h"
 
-#include "ops/simd.h"
-
 #include <algorithm>
 #include <cassert>
 
 #include "ops/op_checks.h"
 #include "ops/op_rows.h"
+#include "ops/simd.h"
 #include "runtime/fp16.h"
 
 namespace graphrun::ops {
@@ -181,16 +180,16 @@ MatmulView<W> view_of(const KernelArgs& args) {
 }
 
 template <typename W>
-void run_typed(MatmulF32Path path, const KernelArgs& args, int64_t begin, int64_t end) {
+void run_typed(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
     const MatmulView<W> m = view_of<W>(args);
     switch (path) {
-        case MatmulF32Path::Avx512:
+        case SimdLevel::Avx512:
             rows_avx512(m, begin, end);
             return;
-        case MatmulF32Path::Avx2:
+        case SimdLevel::Avx2:
             rows_avx2(m, begin, end);
             return;
-        case MatmulF32Path::Scalar:
+        case SimdLevel::Scalar:
             rows_scalar(m, begin, end);
             return;
     }
@@ -198,49 +197,16 @@ void run_typed(MatmulF32Path path, const KernelArgs& args, int64_t begin, int64_
 
 }  // namespace
 
-const char* matmul_f32_path_name(MatmulF32Path path) {
-    switch (path) {
-        case MatmulF32Path::Scalar:
-            return "scalar";
-        case MatmulF32Path::Avx2:
-            return "avx2";
-        case MatmulF32Path::Avx512:
-            return "avx512";
-    }
-    return "?";
-}
-
-bool matmul_f32_path_available(MatmulF32Path path) {
-    __builtin_cpu_init();
-    switch (path) {
-        case MatmulF32Path::Scalar:
-            return true;
-        case MatmulF32Path::Avx2:
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                   __builtin_cpu_supports("f16c");
-        case MatmulF32Path::Avx512:
-            return __builtin_cpu_supports("avx512f");
-    }
-    return false;
-}
-
-MatmulF32Path matmul_f32_best_path() {
-    static const MatmulF32Path best = [] {
-        for (MatmulF32Path p : {MatmulF32Path::Avx512, MatmulF32Path::Avx2})
-            if (matmul_f32_path_available(p)) return p;
-        return MatmulF32Path::Scalar;
-    }();
-    return best;
-}
-
-void matmul_f32_run_path(MatmulF32Path path, const KernelArgs& args, int64_t begin, int64_t end) {
-    assert(matmul_f32_path_available(path));
+void matmul_f32_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
+    assert(simd_level_available(path));
     assert(0 <= begin && begin <= end && end <= args.in[1].dim(0));
     if (args.in[1].dtype == DType::F16)
         run_typed<uint16_t>(path, args, begin, end);
     else
         run_typed<float>(path, args, begin, end);
 }
+
+namespace {
 
 TensorDesc matmul_f32_infer(const NodeInfo& node) {
     check_input_count(node, 2, "x, weight");
@@ -260,7 +226,7 @@ int64_t matmul_f32_work_items(const KernelArgs& args) {
 }
 
 void matmul_f32_run(const KernelArgs& args, int64_t begin, int64_t end) {
-    matmul_f32_run_path(matmul_f32_best_path(), args, begin, end);
+    matmul_f32_run_path(active_simd_level(), args, begin, end);
 }
 
 void matmul_f32_reference(const KernelArgs& args) {
@@ -282,5 +248,20 @@ void matmul_f32_reference(const KernelArgs& args) {
 double matmul_f32_flops(const KernelArgs& args) {
     return 2.0 * double(args.in[0].rows()) * double(args.in[1].dim(0)) * double(args.in[0].cols());
 }
+
+}  // namespace
+
+const OpDef kMatmulF32Op = {
+    .name = "matmul_f32",
+    .graph_op = "matmul",
+    .n_inputs = 2,
+    .infer = matmul_f32_infer,
+    .work_items = matmul_f32_work_items,
+    .grain = 16,
+    .run = matmul_f32_run,
+    .reference = matmul_f32_reference,
+    .flops = matmul_f32_flops,
+    .simd_path = active_simd_level,
+};
 
 }  // namespace graphrun::ops

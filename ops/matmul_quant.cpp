@@ -103,8 +103,6 @@ void reference_quant(const KernelArgs& a, DType weight_type) {
         }
 }
 
-}  // namespace
-
 TensorDesc matmul_q8_infer(const NodeInfo& node) {
     return infer_quant(node, DType::Q8_0);
 }
@@ -141,10 +139,6 @@ void matmul_q4_run(const KernelArgs& a, int64_t begin, int64_t end) {
     run_rows(a, begin, end, quant_traits(DType::Q4_0)->vec_dot, active_vec_dot4(DType::Q4_0), DType::Q4_0);
 }
 
-void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot, VecDot4Fn dot4) {
-    run_rows(a, begin, end, dot, dot4, a.in[1].dtype);
-}
-
 void matmul_q8_reference(const KernelArgs& a) {
     reference_quant(a, DType::Q8_0);
 }
@@ -155,5 +149,43 @@ void matmul_q4_reference(const KernelArgs& a) {
 double matmul_quant_flops(const KernelArgs& a) {
     return 2.0 * double(n_tokens_of(a)) * double(a.in[1].dim(0)) * double(a.in[1].dim(1));
 }
+
+}  // namespace
+
+void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot, VecDot4Fn dot4) {
+    run_rows(a, begin, end, dot, dot4, a.in[1].dtype);
+}
+
+const OpDef kMatmulQ8Op = {
+    .name = "matmul_q8",
+    .graph_op = "matmul",
+    .n_inputs = 2,
+    .infer = matmul_q8_infer,
+    .scratch_bytes = matmul_quant_scratch_bytes,
+    .work_items = matmul_quant_work_items,
+    .grain = 32,
+    .run = matmul_q8_run,
+    .prepare = matmul_quant_prepare,
+    .prepare_items = matmul_quant_prepare_items,
+    .reference = matmul_q8_reference,
+    .flops = matmul_quant_flops,
+    .simd_path = active_simd_level,
+};
+
+const OpDef kMatmulQ4Op = {
+    .name = "matmul_q4",
+    .graph_op = "matmul",
+    .n_inputs = 2,
+    .infer = matmul_q4_infer,
+    .scratch_bytes = matmul_quant_scratch_bytes,
+    .work_items = matmul_quant_work_items,
+    .grain = 32,
+    .run = matmul_q4_run,
+    .prepare = matmul_quant_prepare,
+    .prepare_items = matmul_quant_prepare_items,
+    .reference = matmul_q4_reference,
+    .flops = matmul_quant_flops,
+    .simd_path = active_simd_level,
+};
 
 }  // namespace graphrun::ops

@@ -7,6 +7,8 @@
 
 namespace graphrun::ops {
 
+namespace {
+
 TensorDesc mul_infer(const NodeInfo& node) {
     check_input_count(node, 2, "a, b");
     check_dtype(node, 0, "a", DType::F32);
@@ -48,5 +50,19 @@ void mul_reference(const KernelArgs& args) {
 double mul_flops(const KernelArgs& args) {
     return double(args.in[0].n_elements());
 }
+
+}  // namespace
+
+const OpDef kMulOp = {
+    .name = "mul",
+    .n_inputs = 2,
+    .in_place = true,
+    .infer = mul_infer,
+    .work_items = mul_work_items,
+    .grain = 1,
+    .run = mul_run,
+    .reference = mul_reference,
+    .flops = mul_flops,
+};
 
 }  // namespace graphrun::ops

@@ -1,7 +1,7 @@
 // ops/op_table.cpp — the single op table, TensorDesc helpers and kernel choice.
 #include "ops/op_table.h"
 
-
+#include <cstdio>
 #include <vector>
 
 #include "ops/op_rows.h"
@@ -25,62 +25,66 @@ std::string TensorDesc::str() const {
     return s + ")";
 }
 
+std::string attr_value_text(const AttrDecl& decl, const OpParams& params) {
+    const double value = decl.get(params);
+    if (decl.kind == AttrKind::Choice) {
+        std::string_view choices = decl.choices;
+        for (int i = 0; i < int(value); ++i) choices.remove_prefix(choices.find('|') + 1);
+        return std::string(choices.substr(0, choices.find('|')));
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", value);
+    return buf;
+}
+
 PlanError::PlanError(const NodeInfo& node, const std::string& what)
     : std::runtime_error("[" + node.op + "] node '" + node.name + "': " + what) {}
 
 namespace {
 
-// One row per kernel; each family's functions live in ops/<family>.cpp and are declared in op_rows.h.
-// Fields: name, n_inputs, in_place, infer, scratch_bytes, work_items, grain, run, prepare,
-//         prepare_items, reference, flops.
-const std::vector<OpDef> kOps = {
-    // f32 ops (ops/embedding.cpp, rmsnorm.cpp, matmul_f32.cpp, rope.cpp, attention.cpp, swiglu.cpp, add.cpp).
-    // Grains: 16 weight rows are 128 KiB (f16) to 256 KiB (f32) of weights at n_embd 4096 and still
-    // leave 4 ranges for a 64-wide toy model; per-token ops split by single tokens (a row is already
-    // thousands of elements); attention splits by single (token, head) pairs.
-    {"embedding", 2, false, embedding_infer, nullptr, embedding_work_items, 8, embedding_run, nullptr, nullptr,
-     embedding_reference, embedding_flops},
-    {"rmsnorm", 2, true, rmsnorm_infer, nullptr, rmsnorm_work_items, 1, rmsnorm_run, nullptr, nullptr,
-     rmsnorm_reference, rmsnorm_flops},
-    {"matmul_f32", 2, false, matmul_f32_infer, nullptr, matmul_f32_work_items, 16, matmul_f32_run, nullptr,
-     nullptr, matmul_f32_reference, matmul_f32_flops},
-    {"rope", 2, true, rope_infer, nullptr, rope_work_items, 1, rope_run, nullptr, nullptr, rope_reference,
-     rope_flops},
-    {"attention", 4, false, attention_infer, nullptr, attention_work_items, 1, attention_run, attention_prepare,
-     attention_prepare_items, attention_reference, attention_flops},
-    {"swiglu", 2, true, swiglu_infer, nullptr, swiglu_work_items, 1, swiglu_run, nullptr, nullptr,
-     swiglu_reference, swiglu_flops},
-    {"add", 2, true, add_infer, nullptr, add_work_items, 1, add_run, nullptr, nullptr, add_reference, add_flops},
-    {"matmul_q8", 2, false, matmul_q8_infer, matmul_quant_scratch_bytes, matmul_quant_work_items, 32,
-     matmul_q8_run, matmul_quant_prepare, matmul_quant_prepare_items, matmul_q8_reference, matmul_quant_flops},
-    {"matmul_q4", 2, false, matmul_q4_infer, matmul_quant_scratch_bytes, matmul_quant_work_items, 32,
-     matmul_q4_run, matmul_quant_prepare, matmul_quant_prepare_items, matmul_q4_reference, matmul_quant_flops},
-    // Elementwise ops of GLU variants (ops/gelu.cpp, mul.cpp): split by single rows, like add.
-    {"gelu", 1, true, gelu_infer, nullptr, gelu_work_items, 1, gelu_run, nullptr, nullptr, gelu_reference,
-     gelu_flops},
-    {"mul", 2, true, mul_infer, nullptr, mul_work_items, 1, mul_run, nullptr, nullptr, mul_reference, mul_flops},
+// Every row, in the order the plan dump and the op harness list them. Grains, in each row: 16 weight
+// rows are 128 KiB (f16) to 256 KiB (f32) of weights at n_embd 4096 and still leave 4 ranges for a
+// 64-wide toy model; per-token ops split by single tokens (a row is already thousands of elements);
+// attention splits by single (token, head) pairs.
+constexpr const OpDef* kOps[] = {
+    &kEmbeddingOp, &kRmsnormOp,  &kMatmulF32Op, &kRopeOp, &kAttentionOp, &kSwigluOp,
+    &kAddOp,       &kMatmulQ8Op, &kMatmulQ4Op,  &kGeluOp, &kMulOp,
 };
 
 }  // namespace
 
-std::span<const OpDef> op_table() { return kOps; }
+std::span<const OpDef* const> op_table() {
+    return kOps;
+}
 
 const OpDef* find_op(std::string_view kernel_name) {
-    for (const OpDef& op : kOps)
-        if (kernel_name == op.name) return &op;
+    for (const OpDef* op : kOps)
+        if (kernel_name == op->name) return op;
+    return nullptr;
+}
+
+const OpDef* find_graph_op(std::string_view op) {
+    for (const OpDef* row : kOps)
+        if (op == row->op_name()) return row;
     return nullptr;
 }
 
 const OpDef& choose_kernel(const NodeInfo& node) {
     std::string kernel = node.op;
     if (node.op == "matmul") {
-        if (node.inputs.size() != 2) throw PlanError(node, "expects 2 inputs (x, weight), got " +
-                                                           std::to_string(node.inputs.size()));
+        if (node.inputs.size() != 2)
+            throw PlanError(node, "expects 2 inputs (x, weight), got " + std::to_string(node.inputs.size()));
         switch (node.inputs[1].dtype) {
             case DType::F32:
-            case DType::F16: kernel = "matmul_f32"; break;
-            case DType::Q8_0: kernel = "matmul_q8"; break;
-            case DType::Q4_0: kernel = "matmul_q4"; break;
+            case DType::F16:
+                kernel = "matmul_f32";
+                break;
+            case DType::Q8_0:
+                kernel = "matmul_q8";
+                break;
+            case DType::Q4_0:
+                kernel = "matmul_q4";
+                break;
             default:
                 throw PlanError(node, std::string("no matmul kernel for weights of type ") +
                                           dtype_name(node.inputs[1].dtype));

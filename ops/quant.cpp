@@ -19,50 +19,6 @@
 
 namespace graphrun::ops {
 
-// ---- CPU features and the dispatch level ----
-
-const CpuFeatures& cpu_features() {
-    static const CpuFeatures features = [] {
-        CpuFeatures f;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_cpu_init();
-        f.avx2 =
-            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-        f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                   __builtin_cpu_supports("avx512vnni");
-#endif
-        return f;
-    }();
-    return features;
-}
-
-const char* simd_level_name(SimdLevel level) {
-    switch (level) {
-        case SimdLevel::Scalar:
-            return "scalar";
-        case SimdLevel::Avx2:
-            return "avx2";
-        case SimdLevel::Avx512:
-            return "avx512";
-    }
-    return "?";
-}
-
-SimdLevel active_simd_level() {
-    static const SimdLevel level = [] {
-        const CpuFeatures& f = cpu_features();
-        SimdLevel best = f.avx512 ? SimdLevel::Avx512 : f.avx2 ? SimdLevel::Avx2 : SimdLevel::Scalar;
-        if (const char* cap = std::getenv("GRAPHRUN_SIMD")) {
-            const std::string_view s = cap;
-            SimdLevel want = s == "scalar" ? SimdLevel::Scalar : s == "avx2" ? SimdLevel::Avx2 : best;
-            best = std::min(best, want);
-        }
-        return best;
-    }();
-    return level;
-}
-
 const float* fp16_to_f32_table() {
     static const std::unique_ptr<float[]> table = [] {
         auto t = std::make_unique<float[]>(65536);

@@ -8,22 +8,13 @@
 
 #include <cstdint>
 
+#include "ops/cpu.h"
 #include "ops/quant.h"
 #include "runtime/kernel.h"
 
 namespace graphrun::ops {
 
-struct CpuFeatures {
-    bool avx2 = false;    // avx2 + fma + f16c: the avx2:: paths
-    bool avx512 = false;  // avx512f + bw + vl + dq + vnni: the avx512:: paths
-};
-const CpuFeatures& cpu_features();
-
-enum class SimdLevel { Scalar, Avx2, Avx512 };
-const char* simd_level_name(SimdLevel level);  // "scalar", "avx2", "avx512"
-// The level quant_traits() dispatches to. GRAPHRUN_SIMD=scalar|avx2|avx512 in the environment caps
-// it (never raises it past what the CPU has), so a whole run can be checked on a slower path.
-SimdLevel active_simd_level();
+// The dispatch level (cpu_features(), active_simd_level(), GRAPHRUN_SIMD) is ops/cpu.h's.
 
 // ggml's reference quantizers (quantize_row_q8_0_ref / quantize_row_q4_0_ref), bit for bit, so files
 // graphrun writes equal llama-quantize's. n is a multiple of 32.

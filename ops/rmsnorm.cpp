@@ -5,12 +5,16 @@
 // mean is rounded to float, scale = 1.0f / sqrtf(mean + eps); x*scale is rounded before the weight
 // multiply (ggml does rms_norm and the weight multiply as two ops).
 // Units: tokens. In place: y may be x's memory (a row is fully read before it is written).
+#include "ops/rmsnorm.h"
+
 #include <cmath>
 
 #include "ops/op_checks.h"
 #include "ops/op_rows.h"
 
 namespace graphrun::ops {
+
+namespace {
 
 TensorDesc rmsnorm_infer(const NodeInfo& node) {
     check_input_count(node, 2, "x, weight");
@@ -22,8 +26,6 @@ TensorDesc rmsnorm_infer(const NodeInfo& node) {
     if (w.shape[0] != x.shape[1])
         throw PlanError(node, "weight has " + std::to_string(w.shape[0]) + " elements, input rows have " +
                                   std::to_string(x.shape[1]));
-    if (!(node.params.eps >= 0.0f) || !std::isfinite(node.params.eps))
-        throw PlanError(node, "eps must be a finite value >= 0, got " + std::to_string(node.params.eps));
     return {DType::F32, x.shape};
 }
 
@@ -34,6 +36,7 @@ int64_t rmsnorm_work_items(const KernelArgs& args) {
 void rmsnorm_run(const KernelArgs& args, int64_t begin, int64_t end) {
     const int64_t n = args.in[0].cols();
     const float* w = args.in[1].as<float>();
+    const float eps = args.params.get<RmsnormParams>().eps;
     for (int64_t t = begin; t < end; ++t) {
         const float* x = args.in[0].as<float>() + t * n;
         float* y = args.out.as<float>() + t * n;
@@ -49,19 +52,20 @@ void rmsnorm_run(const KernelArgs& args, int64_t begin, int64_t end) {
         }
         for (; i < n; ++i) s0 += double(x[i] * x[i]);
         const float mean = float((s0 + s1 + s2 + s3) / double(n));
-        const float scale = 1.0f / std::sqrt(mean + args.params.eps);
+        const float scale = 1.0f / std::sqrt(mean + eps);
         for (int64_t j = 0; j < n; ++j) y[j] = (x[j] * scale) * w[j];
     }
 }
 
 void rmsnorm_reference(const KernelArgs& args) {
     const int64_t rows = args.in[0].rows(), n = args.in[0].cols();
+    const float eps = args.params.get<RmsnormParams>().eps;
     for (int64_t t = 0; t < rows; ++t) {
         const float* x = args.in[0].as<float>() + t * n;
         double sum = 0;
         for (int64_t i = 0; i < n; ++i) sum += double(x[i] * x[i]);
         const float mean = float(sum / double(n));
-        const float scale = 1.0f / std::sqrt(mean + args.params.eps);
+        const float scale = 1.0f / std::sqrt(mean + eps);
         for (int64_t i = 0; i < n; ++i)
             args.out.as<float>()[t * n + i] = (x[i] * scale) * args.in[1].as<float>()[i];
     }
@@ -71,5 +75,25 @@ void rmsnorm_reference(const KernelArgs& args) {
 double rmsnorm_flops(const KernelArgs& args) {
     return 4.0 * double(args.in[0].n_elements());
 }
+
+}  // namespace
+
+constexpr AttrDecl kRmsnormAttrs[] = {
+    float_attr<&RmsnormParams::eps>("eps", 0.0, 1.0, "added to the mean square before the square root"),
+};
+
+const OpDef kRmsnormOp = {
+    .name = "rmsnorm",
+    .n_inputs = 2,
+    .in_place = true,
+    .attrs = kRmsnormAttrs,
+    .defaults = OpParams::of(RmsnormParams{}),
+    .infer = rmsnorm_infer,
+    .work_items = rmsnorm_work_items,
+    .grain = 1,
+    .run = rmsnorm_run,
+    .reference = rmsnorm_reference,
+    .flops = rmsnorm_flops,
+};
 
 }  // namespace graphrun::ops

@@ -8,12 +8,16 @@
 // theta_0 = (float)pos, theta_{i+1} = theta_i * theta_scale; cosf/sinf of that. The repeated product
 // drifts from the closed form at large positions; matching llama.cpp bit for bit matters more here.
 // Units: tokens. In place: y may be x's memory (each pair is read before it is written).
+#include "ops/rope.h"
+
 #include <cmath>
 
 #include "ops/op_checks.h"
 #include "ops/op_rows.h"
 
 namespace graphrun::ops {
+
+namespace {
 
 TensorDesc rope_infer(const NodeInfo& node) {
     check_input_count(node, 2, "x, positions");
@@ -22,14 +26,12 @@ TensorDesc rope_infer(const NodeInfo& node) {
     check_rank(node, 0, "x", 2, "(n_tokens, n_head * head_dim)");
     check_rank(node, 1, "positions", 1, "(n_tokens)");
     const TensorDesc &x = node.inputs[0], &pos = node.inputs[1];
-    const OpParams& p = node.params;
+    const RopeParams p = node.params.get<RopeParams>();
     if (p.n_head <= 0 || p.head_dim <= 0)
         throw PlanError(node, "n_head and head_dim must be > 0, got n_head " + std::to_string(p.n_head) +
                                   ", head_dim " + std::to_string(p.head_dim));
     if (p.head_dim % 2 != 0)
         throw PlanError(node, "head_dim must be even (pairs are rotated), got " + std::to_string(p.head_dim));
-    if (!(p.rope_base > 0.0f) || !std::isfinite(p.rope_base))
-        throw PlanError(node, "rope_base must be a finite value > 0, got " + std::to_string(p.rope_base));
     if (x.shape[1] != int64_t(p.n_head) * p.head_dim)
         throw PlanError(node, "x rows have " + std::to_string(x.shape[1]) + " elements, n_head " +
                                   std::to_string(p.n_head) + " * head_dim " + std::to_string(p.head_dim) +
@@ -45,9 +47,10 @@ int64_t rope_work_items(const KernelArgs& args) {
 }
 
 void rope_run(const KernelArgs& args, int64_t begin, int64_t end) {
-    const int n_head = args.params.n_head, head_dim = args.params.head_dim;
+    const RopeParams p = args.params.get<RopeParams>();
+    const int n_head = p.n_head, head_dim = p.head_dim;
     const int64_t width = int64_t(n_head) * head_dim;
-    const float theta_scale = std::pow(args.params.rope_base, -2.0f / float(head_dim));
+    const float theta_scale = std::pow(p.base, -2.0f / float(head_dim));
     const int32_t* positions = args.in[1].as<int32_t>();
     for (int64_t t = begin; t < end; ++t) {
         const float* x = args.in[0].as<float>() + t * width;
@@ -67,9 +70,10 @@ void rope_run(const KernelArgs& args, int64_t begin, int64_t end) {
 }
 
 void rope_reference(const KernelArgs& args) {
-    const int n_head = args.params.n_head, head_dim = args.params.head_dim;
+    const RopeParams p = args.params.get<RopeParams>();
+    const int n_head = p.n_head, head_dim = p.head_dim;
     const int64_t n_tokens = args.in[0].rows();
-    const float theta_scale = std::pow(args.params.rope_base, -2.0f / float(head_dim));
+    const float theta_scale = std::pow(p.base, -2.0f / float(head_dim));
     for (int64_t t = 0; t < n_tokens; ++t) {
         for (int h = 0; h < n_head; ++h) {
             const int64_t base = t * n_head * head_dim + int64_t(h) * head_dim;
@@ -89,5 +93,27 @@ void rope_reference(const KernelArgs& args) {
 double rope_flops(const KernelArgs& args) {
     return 3.0 * double(args.in[0].n_elements());
 }
+
+}  // namespace
+
+constexpr AttrDecl kRopeAttrs[] = {
+    int_attr<&RopeParams::n_head>("n_head", 1, kMaxHeads, "heads in each row of x"),
+    int_attr<&RopeParams::head_dim>("head_dim", 2, kMaxHeadDim, "elements per head (even)"),
+    float_attr<&RopeParams::base>("rope_base", 1e-3, 1e12, "theta base (default 10000)", Optional),
+};
+
+const OpDef kRopeOp = {
+    .name = "rope",
+    .n_inputs = 2,
+    .in_place = true,
+    .attrs = kRopeAttrs,
+    .defaults = OpParams::of(RopeParams{}),
+    .infer = rope_infer,
+    .work_items = rope_work_items,
+    .grain = 1,
+    .run = rope_run,
+    .reference = rope_reference,
+    .flops = rope_flops,
+};
 
 }  // namespace graphrun::ops

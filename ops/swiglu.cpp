@@ -9,6 +9,8 @@
 
 namespace graphrun::ops {
 
+namespace {
+
 TensorDesc swiglu_infer(const NodeInfo& node) {
     check_input_count(node, 2, "gate, up");
     check_dtype(node, 0, "gate", DType::F32);
@@ -51,5 +53,19 @@ void swiglu_reference(const KernelArgs& args) {
 double swiglu_flops(const KernelArgs& args) {
     return 5.0 * double(args.in[0].n_elements());
 }
+
+}  // namespace
+
+const OpDef kSwigluOp = {
+    .name = "swiglu",
+    .n_inputs = 2,
+    .in_place = true,
+    .infer = swiglu_infer,
+    .work_items = swiglu_work_items,
+    .grain = 1,
+    .run = swiglu_run,
+    .reference = swiglu_reference,
+    .flops = swiglu_flops,
+};
 
 }  // namespace graphrun::ops

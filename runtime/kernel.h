@@ -7,8 +7,11 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "runtime/dtype.h"
 
@@ -27,24 +30,56 @@ struct TensorRef {
 
     int64_t dim(int i) const { return shape[i < 0 ? rank + i : i]; }
     int64_t cols() const { return rank ? shape[rank - 1] : 1; }  // innermost dimension
-    int64_t rows() const {                                      // product of all other dimensions
+    int64_t rows() const {                                       // product of all other dimensions
         int64_t n = 1;
         for (int i = 0; i + 1 < rank; ++i) n *= shape[i];
         return n;
     }
     int64_t n_elements() const { return rows() * cols(); }
-    template <typename T> T* as() const { return static_cast<T*>(data); }
+    template <typename T>
+    T* as() const {
+        return static_cast<T*>(data);
+    }
 };
 
-// Typed settings of an op, bound from the graph's attributes at plan time (not an opaque blob).
-// Each op reads only the fields it documents.
-struct OpParams {
-    float eps = 0.0f;        // rmsnorm
-    float rope_base = 0.0f;  // rope: theta_i = pos * base^(-2i/head_dim)
-    int n_head = 0;          // rope, attention
-    int n_head_kv = 0;       // attention (grouped-query: n_head / n_head_kv query heads share a kv head)
-    int head_dim = 0;        // rope, attention
-    int layer = -1;          // attention: which layer of the KV cache
+// An op's settings (its attributes), bound from the graph at plan time. Each op family keeps them in
+// a params struct of its own (RopeParams in ops/rope.h, ...) and declares beside its kernel which
+// attributes a graph may set and in what range (ops/op_table.h: AttrDecl); this holds one such struct
+// by value, tagged with its type, so the runtime needs to know no op's fields. Kernels read their
+// struct with get<P>() (a copy of at most 64 bytes) once per call. All constexpr, so op-table rows
+// holding default params are constants.
+class OpParams {
+  public:
+    static constexpr size_t kCapacity = 64;
+
+    template <typename P>
+    static constexpr OpParams of(const P& params) {
+        static_assert(std::is_trivially_copyable_v<P> && sizeof(P) <= kCapacity,
+                      "an op's params struct must be a small plain struct");
+        const auto bytes = std::bit_cast<std::array<unsigned char, sizeof(P)>>(params);
+        OpParams p;
+        for (size_t i = 0; i < sizeof(P); ++i) p.bytes_[i] = bytes[i];
+        p.tag_ = &tag<P>;
+        return p;
+    }
+    template <typename P>
+    constexpr P get() const {
+        if (tag_ != &tag<P>) throw std::logic_error("OpParams: read as another op's params struct");
+        std::array<unsigned char, sizeof(P)> bytes{};
+        for (size_t i = 0; i < sizeof(P); ++i) bytes[i] = bytes_[i];
+        return std::bit_cast<P>(bytes);
+    }
+    template <typename P>
+    constexpr bool holds() const {
+        return tag_ == &tag<P>;
+    }
+    constexpr bool empty() const { return tag_ == nullptr; }
+
+  private:
+    template <typename P>
+    static constexpr char tag = 0;  // one address per params type
+    std::array<unsigned char, kCapacity> bytes_{};
+    const char* tag_ = nullptr;
 };
 
 // One layer of the KV cache, IEEE fp16 bits (runtime/fp16.h), as llama.cpp's default F16 cache:

@@ -1,13 +1,15 @@
 // tests/graph_test.cpp — binding models/llama.json: symbols, unrolled layers, and each kind of
 // graph error naming the node and the field.
+#include "graph/graph.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "graph/graph.h"
 #include "graph/session.h"
+#include "ops/attention.h"
 #include "test_models.h"
 
 namespace graphrun {
@@ -30,7 +32,7 @@ std::string replace_once(std::string text, const std::string& from, const std::s
 }
 
 class GraphBindTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         model_ = GgufFile::open(testing::random_model_file(testing::spec_of(24, 3, 6, 2, 40), "bind"));
     }
@@ -63,7 +65,7 @@ TEST_F(GraphBindTest, LlamaJsonBindsSymbolsAndUnrollsLayers) {
     EXPECT_EQ(g.nodes[norm1.inputs[0].index].name, "blk.0.x");
     // Attention nodes carry their layer.
     EXPECT_EQ(g.nodes[1 + 15 + 6].name, "blk.1.attn");
-    EXPECT_EQ(g.nodes[1 + 15 + 6].params.layer, 1);
+    EXPECT_EQ(g.nodes[1 + 15 + 6].params.get<ops::AttentionParams>().layer, 1);
 }
 
 TEST_F(GraphBindTest, MissingOutputWeightFallsBackToEmbedding) {
@@ -76,19 +78,22 @@ TEST_F(GraphBindTest, MissingOutputWeightFallsBackToEmbedding) {
 }
 
 TEST_F(GraphBindTest, UnknownOpNamesNodeAndOp) {
-    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"op\": \"swiglu\"", "\"op\": \"swiglu2\"")),
-                AllOf(HasSubstr("edited.json"), HasSubstr("node 'blk.0.act'"), HasSubstr("unknown op 'swiglu2'")));
+    EXPECT_THAT(
+        bind_error(replace_once(llama_json(), "\"op\": \"swiglu\"", "\"op\": \"swiglu2\"")),
+        AllOf(HasSubstr("edited.json"), HasSubstr("node 'blk.0.act'"), HasSubstr("unknown op 'swiglu2'")));
 }
 
 TEST_F(GraphBindTest, MissingInputNamesNodeAndInput) {
-    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"in\": [\"gate\", \"up\"]", "\"in\": [\"gate\", \"upp\"]")),
-                AllOf(HasSubstr("node 'blk.0.act'"), HasSubstr("input 'upp'")));
+    EXPECT_THAT(
+        bind_error(replace_once(llama_json(), "\"in\": [\"gate\", \"up\"]", "\"in\": [\"gate\", \"upp\"]")),
+        AllOf(HasSubstr("node 'blk.0.act'"), HasSubstr("input 'upp'")));
 }
 
 TEST_F(GraphBindTest, MissingWeightNamesBothCandidates) {
     std::string text = replace_once(llama_json(), "\"output.weight\"", "\"a.weight\"");
     text = replace_once(text, "\"token_embd.weight\" }", "\"b.weight\" }");
-    EXPECT_THAT(bind_error(text), AllOf(HasSubstr("node 'logits'"), HasSubstr("'a.weight'"), HasSubstr("'b.weight'")));
+    EXPECT_THAT(bind_error(text),
+                AllOf(HasSubstr("node 'logits'"), HasSubstr("'a.weight'"), HasSubstr("'b.weight'")));
 }
 
 TEST_F(GraphBindTest, UnboundSymbolAndMissingKey) {
@@ -98,14 +103,40 @@ TEST_F(GraphBindTest, UnboundSymbolAndMissingKey) {
                 AllOf(HasSubstr("symbol 'n_embd'"), HasSubstr("no metadata key 'llama.width'")));
 }
 
-TEST_F(GraphBindTest, UnknownAttributeListsKnownOnes) {
+TEST_F(GraphBindTest, UnknownAttributeListsTheOpsOwn) {
     EXPECT_THAT(bind_error(replace_once(llama_json(), "\"eps\": \"eps\" }", "\"epsilon\": \"eps\" }")),
-                AllOf(HasSubstr("node 'blk.0.attn_in'"), HasSubstr("unknown attribute 'epsilon'"), HasSubstr("rope_base")));
+                AllOf(HasSubstr("node 'blk.0.attn_in'"), HasSubstr("unknown attribute 'epsilon'"),
+                      HasSubstr("op 'rmsnorm' takes eps")));
+}
+
+// Each op declares its own attributes: another op's attribute is unknown here, even a valid one there.
+TEST_F(GraphBindTest, AttributesAreCheckedAgainstTheirOpsDeclaration) {
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"in\": [\"attn_in\", \"blk.{L}.attn_q.weight\"] }",
+                                        "\"in\": [\"attn_in\", \"blk.{L}.attn_q.weight\"], \"eps\": 0.1 }")),
+                AllOf(HasSubstr("node 'blk.0.q'"), HasSubstr("unknown attribute 'eps'"),
+                      HasSubstr("op 'matmul' takes none")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"in\": [\"x\", \"attn_out\"] }",
+                                        "\"in\": [\"x\", \"attn_out\"], \"n_head\": 4 }")),
+                AllOf(HasSubstr("node 'blk.0.h'"), HasSubstr("unknown attribute 'n_head'"),
+                      HasSubstr("op 'add' takes none")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"eps\": \"eps\" }", "\"eps\": -1 }")),
+                AllOf(HasSubstr("node 'blk.0.attn_in' attribute 'eps'"), HasSubstr("is -1, outside 0 .. 1")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"layer\": \"L\"", "\"layer\": 2.5")),
+                AllOf(HasSubstr("node 'blk.0.attn' attribute 'layer'"),
+                      HasSubstr("must be a whole number, got 2.5")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"layer\": \"L\"", "\"layer\": 1e300")),
+                AllOf(HasSubstr("attribute 'layer'"), HasSubstr("outside 0 .. 4095")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), ", \"eps\": \"eps\" }", " }")),
+                AllOf(HasSubstr("node 'blk.0.attn_in'"), HasSubstr("op 'rmsnorm' needs attribute 'eps'")));
+    EXPECT_THAT(
+        bind_error(replace_once(llama_json(), "\"op\": \"swiglu\"", "\"op\": \"swiglu2\"")),
+        AllOf(HasSubstr("unknown op 'swiglu2'"), HasSubstr("known: embedding, rmsnorm, matmul, rope")));
 }
 
 TEST_F(GraphBindTest, ArchitectureMismatchIsRefused) {
-    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"architecture\": \"llama\"", "\"architecture\": \"gpt2\"")),
-                HasSubstr("the model is 'llama' but this graph runs 'gpt2' models"));
+    EXPECT_THAT(
+        bind_error(replace_once(llama_json(), "\"architecture\": \"llama\"", "\"architecture\": \"gpt2\"")),
+        HasSubstr("the model is 'llama' but this graph runs 'gpt2' models"));
 }
 
 TEST_F(GraphBindTest, NotJsonAndDuplicateIds) {
@@ -121,7 +152,8 @@ TEST_F(GraphBindTest, WrongArityAndShapeMismatchFailAtPlanTime) {
         graph::make_plan(g, 4, 32);
         FAIL() << "a rope with one input was planned";
     } catch (const ops::PlanError& e) {
-        EXPECT_THAT(e.what(), AllOf(HasSubstr("[rope]"), HasSubstr("blk.0.q_rope"), HasSubstr("expects 2 inputs, got 1")));
+        EXPECT_THAT(e.what(), AllOf(HasSubstr("[rope]"), HasSubstr("blk.0.q_rope"),
+                                    HasSubstr("expects 2 inputs, got 1")));
     }
     // The FFN norm weight (24) applied to the FFN activations (40 wide): a shape error naming the node.
     const std::string shape = replace_once(llama_json(), "\"in\": [\"act\", \"blk.{L}.ffn_down.weight\"]",

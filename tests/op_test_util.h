@@ -4,6 +4,8 @@
 // Generic over ops: nothing here knows a particular op.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,8 +14,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "ops/op_table.h"
 #include "runtime/fp16.h"
@@ -121,6 +121,15 @@ struct OpCall {
         return n;
     }
 };
+
+// Changes fields of an op call's params: edit_params<RopeParams>(c.params, [](RopeParams& p) { p.n_head = 5;
+// }).
+template <typename P, typename Change>
+void edit_params(OpParams& params, Change change) {
+    P p = params.get<P>();
+    change(p);
+    params = OpParams::of(p);
+}
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
     std::mt19937 rng(seed);

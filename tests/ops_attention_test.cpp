@@ -16,7 +16,7 @@
 namespace graphrun::testing {
 namespace {
 
-using ops::AttentionPath;
+using ops::SimdLevel;
 using ::testing::HasSubstr;
 
 constexpr uint16_t kF16Nan = 0x7e00;
@@ -28,8 +28,8 @@ struct AttentionCase {
     int64_t n_ctx = 0;
 
     KernelArgs args() {
-        call.kv = {cache_k.data(), cache_v.data(), n_ctx,
-                   int64_t(call.params.n_head_kv) * call.params.head_dim};
+        const ops::AttentionParams p = call.params.get<ops::AttentionParams>();
+        call.kv = {cache_k.data(), cache_v.data(), n_ctx, int64_t(p.n_head_kv) * p.head_dim};
         return call.args();
     }
 };
@@ -60,10 +60,8 @@ AttentionCase attention_case(int64_t n_tokens, int n_head, int n_head_kv, int hd
                  f32_tensor({n_tokens, kvw}, random_floats(size_t(n_tokens * kvw), seed + 2)),
                  i32_tensor({n_tokens}, pos)};
     c.call.out = output_tensor(DType::F32, {n_tokens, qw});
-    c.call.params.n_head = n_head;
-    c.call.params.n_head_kv = n_head_kv;
-    c.call.params.head_dim = hd;
-    c.call.params.layer = 0;
+    c.call.params = OpParams::of(
+        ops::AttentionParams{.n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .layer = 0});
     c.cache_k = to_f16(random_floats(size_t(c.n_ctx * kvw), seed + 3));
     c.cache_v = to_f16(random_floats(size_t(c.n_ctx * kvw), seed + 4));
     for (int64_t i = first_pos * kvw; i < c.n_ctx * kvw; ++i)
@@ -78,17 +76,17 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 // A kernel to hold against the reference: one instruction-set path, or (nullopt) the op table's row.
-using Kernel = std::optional<AttentionPath>;
+using Kernel = std::optional<SimdLevel>;
 
 std::vector<Kernel> kernels() {
     std::vector<Kernel> k = {std::nullopt};
-    for (AttentionPath p : {AttentionPath::Scalar, AttentionPath::Avx2, AttentionPath::Avx512})
-        if (ops::attention_path_available(p)) k.push_back(p);
+    for (SimdLevel p : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512})
+        if (ops::simd_level_available(p)) k.push_back(p);
     return k;
 }
 
 std::string kernel_name(const Kernel& k) {
-    return k ? ops::attention_path_name(*k) : "op table";
+    return k ? ops::simd_level_name(*k) : "op table";
 }
 
 // prepare over the tokens, then run over the (token, head) units; with `split`, each phase as three
@@ -337,7 +335,7 @@ TEST(OpsAttention, InferRejectsBadInputs) {
     AttentionCase c = attention_case(3, 6, 4, 8, 0, 1);
     EXPECT_THAT(infer_error(op, node(c)), HasSubstr("n_head 6 is not a multiple of n_head_kv 4"));
     c = attention_case(3, 4, 2, 8, 0, 1);
-    c.call.params.head_dim = 12;
+    edit_params<ops::AttentionParams>(c.call.params, [](ops::AttentionParams& p) { p.head_dim = 12; });
     EXPECT_THAT(infer_error(op, node(c)),
                 HasSubstr("q rows have 32 elements, expected 48 (n_head 4 * head_dim 12)"));
     c = attention_case(3, 4, 2, 8, 0, 1);
@@ -354,7 +352,7 @@ TEST(OpsAttention, InferRejectsBadInputs) {
     c.call.in[3].shape = {4};
     EXPECT_THAT(infer_error(op, node(c)), HasSubstr("positions has 4 entries, q has 3 tokens"));
     c = attention_case(3, 4, 2, 8, 0, 1);
-    c.call.params.layer = -1;
+    edit_params<ops::AttentionParams>(c.call.params, [](ops::AttentionParams& p) { p.layer = -1; });
     EXPECT_THAT(infer_error(op, node(c)), HasSubstr("layer must be >= 0"));
     c = attention_case(1, 1, 1, 520, 0, 1);
     EXPECT_THAT(infer_error(op, node(c)), HasSubstr("head_dim 520 is above the kernel's limit of 512"));

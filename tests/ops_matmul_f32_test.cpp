@@ -11,10 +11,10 @@
 namespace graphrun::testing {
 namespace {
 
-using ops::MatmulF32Path;
+using ops::SimdLevel;
 using ::testing::HasSubstr;
 
-constexpr MatmulF32Path kPaths[] = {MatmulF32Path::Scalar, MatmulF32Path::Avx2, MatmulF32Path::Avx512};
+constexpr SimdLevel kPaths[] = {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512};
 
 OpCall matmul_call(int64_t n_tokens, int64_t k, int64_t n, DType wtype, uint32_t seed) {
     OpCall c;
@@ -25,7 +25,7 @@ OpCall matmul_call(int64_t n_tokens, int64_t k, int64_t n, DType wtype, uint32_t
     return c;
 }
 
-std::vector<float> run_path(MatmulF32Path path, OpCall c, const std::vector<int64_t>& cuts) {
+std::vector<float> run_path(SimdLevel path, OpCall c, const std::vector<int64_t>& cuts) {
     const KernelArgs args = c.args();
     const int64_t n = args.in[1].dim(0);
     int64_t begin = 0;
@@ -40,8 +40,8 @@ std::vector<float> run_path(MatmulF32Path path, OpCall c, const std::vector<int6
 TEST(OpsMatmulF32, EveryPathMatchesReferenceOnOddShapes) {
     const ops::OpDef& op = op_row("matmul_f32");
     int paths_run = 0;
-    for (MatmulF32Path path : kPaths) {
-        if (!ops::matmul_f32_path_available(path)) continue;
+    for (SimdLevel path : kPaths) {
+        if (!ops::simd_level_available(path)) continue;
         ++paths_run;
         for (DType wtype : {DType::F32, DType::F16})
             for (int64_t t : {1, 3, 7, 19})
@@ -51,13 +51,13 @@ TEST(OpsMatmulF32, EveryPathMatchesReferenceOnOddShapes) {
                         OpCall ref = call;
                         op.reference(ref.args());
                         const std::vector<float> want = ref.out.floats();
-                        SCOPED_TRACE(std::string(ops::matmul_f32_path_name(path)) + " " + dtype_name(wtype) +
+                        SCOPED_TRACE(std::string(ops::simd_level_name(path)) + " " + dtype_name(wtype) +
                                      " T=" + std::to_string(t) + " K=" + std::to_string(k) +
                                      " N=" + std::to_string(n));
                         EXPECT_LT(nmse(run_path(path, call, {}), want), 1e-10);
                         EXPECT_LT(nmse(run_path(path, call, {2, 7, 9}), want), 1e-10);
                         EXPECT_LT(nmse(run_path(path, call, {0, 1, n}), want), 1e-10);
-                        EXPECT_LT(nmse(run_path(path, call, {}), run_path(MatmulF32Path::Scalar, call, {})),
+                        EXPECT_LT(nmse(run_path(path, call, {}), run_path(SimdLevel::Scalar, call, {})),
                                   1e-10);
                     }
     }
@@ -79,15 +79,15 @@ TEST(OpsMatmulF32, TableKernelUsesBestPathAndMatchesReference) {
 }
 
 TEST(OpsMatmulF32, WritesOnlyItsColumns) {
-    for (MatmulF32Path path : kPaths) {
-        if (!ops::matmul_f32_path_available(path)) continue;
+    for (SimdLevel path : kPaths) {
+        if (!ops::simd_level_available(path)) continue;
         OpCall c = matmul_call(3, 40, 23, DType::F32, 5);
         ops::matmul_f32_run_path(path, c.args(), 6, 17);
         const std::vector<float> y = c.out.floats();
         for (int64_t t = 0; t < 3; ++t)
             for (int64_t n = 0; n < 23; ++n)
                 EXPECT_EQ(std::isnan(y[size_t(t * 23 + n)]), n < 6 || n >= 17)
-                    << ops::matmul_f32_path_name(path) << " t=" << t << " n=" << n;
+                    << ops::simd_level_name(path) << " t=" << t << " n=" << n;
     }
 }
 

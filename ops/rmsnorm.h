@@ -1,0 +1,10 @@
+// ops/rmsnorm.h — rmsnorm's attributes (the kernel is in ops/rmsnorm.cpp).
+#pragma once
+
+namespace graphrun::ops {
+
+struct RmsnormParams {
+    float eps = 0.0f;  // added to the mean square before the square root
+};
+
+}  // namespace graphrun::ops
