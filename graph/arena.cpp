@@ -8,12 +8,13 @@
 #include <numeric>
 
 #include "graph/plan.h"
+#include "runtime/checked_math.h"
 
 namespace graphrun::graph {
 
 namespace {
 
-int64_t align_up(int64_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+int64_t align_up(int64_t n) { return checked_align_up(n, kArenaAlignment, "[plan] arena offset"); }
 
 bool in_arena(const PlanTensor& t) { return t.kind != PlanTensor::Kind::Weight; }
 
@@ -33,7 +34,7 @@ int64_t best_offset(const std::vector<const Buffer*>& placed, int64_t bytes) {
             best = cursor;
             best_gap = gap;
         }
-        cursor = std::max(cursor, align_up(b->offset + b->bytes));
+        cursor = std::max(cursor, align_up(checked_add(b->offset, b->bytes, "[plan] arena offset")));
     }
     return best >= 0 ? best : cursor;
 }
@@ -73,7 +74,7 @@ void assign_arena_offsets(Plan& plan) {
             if (other->overlaps_in_time(buffer)) live.push_back(other);
         std::sort(live.begin(), live.end(), [](const Buffer* a, const Buffer* b) { return a->offset < b->offset; });
         buffer.offset = best_offset(live, buffer.bytes);
-        arena = std::max(arena, align_up(buffer.offset + buffer.bytes));
+        arena = std::max(arena, align_up(checked_add(buffer.offset, buffer.bytes, "[plan] arena offset")));
         placed.push_back(&buffer);
     }
 

@@ -11,6 +11,7 @@
 
 #include "graph/graph.h"
 #include "ops/op_table.h"
+#include "runtime/checked_math.h"
 #include "runtime/kv_cache.h"
 
 namespace graphrun::graph {
@@ -44,7 +45,9 @@ struct KvCacheSpec {
     int64_t n_layer = 0;
     int64_t n_ctx = 0;
     int64_t row = 0;  // n_head_kv * head_dim
-    int64_t bytes() const { return 2 * n_layer * n_ctx * row * int64_t(sizeof(uint16_t)); }  // k and v, fp16
+    int64_t bytes() const {  // k and v, fp16; throws SizeError when it overflows (make_plan checks it)
+        return checked_product({2, n_layer, n_ctx, row, int64_t(sizeof(uint16_t))}, "KV cache bytes");
+    }
 };
 
 struct Plan {

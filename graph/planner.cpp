@@ -1,8 +1,10 @@
 // graph/planner.cpp — from a bound graph to a plan: kernels, shapes, lifetimes, KV cache.
 #include <algorithm>
 
+#include "graph/limits.h"
 #include "graph/plan.h"
 #include "ops/attention.h"
+#include "runtime/checked_math.h"
 
 namespace graphrun::graph {
 
@@ -23,7 +25,11 @@ const char* plan_tensor_kind_name(PlanTensor::Kind kind) {
 namespace {
 
 int add_tensor(Plan& plan, PlanTensor tensor) {
-    tensor.bytes = tensor.desc.nbytes();
+    try {
+        tensor.bytes = tensor.desc.nbytes();
+    } catch (const SizeError& e) {  // a batch or a shape so large its byte count overflows
+        throw ops::PlanError("[plan] tensor '" + tensor.name + "': " + e.what());
+    }
     plan.tensors.push_back(std::move(tensor));
     return int(plan.tensors.size()) - 1;
 }
@@ -41,7 +47,13 @@ KvCacheSpec kv_cache_spec(const Plan& plan, const Graph& graph, int64_t n_ctx) {
             throw ops::PlanError(info, "KV rows of " + std::to_string(row) + " floats, other layers use " +
                                            std::to_string(kv.row));
         kv.row = row;
-        kv.n_layer = std::max<int64_t>(kv.n_layer, p.layer + 1);
+        kv.n_layer = std::max<int64_t>(kv.n_layer, int64_t(p.layer) + 1);
+    }
+    try {
+        (void)kv.bytes();  // checked: -c (n_ctx) comes from the command line
+    } catch (const SizeError& e) {
+        throw ops::PlanError("[plan] KV cache of " + std::to_string(kv.n_layer) + " layers x " +
+                             std::to_string(n_ctx) + " positions x " + std::to_string(kv.row) + ": " + e.what());
     }
     return kv;
 }
@@ -50,6 +62,12 @@ KvCacheSpec kv_cache_spec(const Plan& plan, const Graph& graph, int64_t n_ctx) {
 
 Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
     if (n_tokens < 1) throw ops::PlanError("plan: a batch needs at least one token");
+    if (n_tokens > kMaxBatch)
+        throw ops::PlanError("plan: a batch of " + std::to_string(n_tokens) + " tokens is more than the " +
+                             std::to_string(kMaxBatch) + " graphrun plans at once (graph/limits.h)");
+    if (n_ctx < 0 || n_ctx > kMaxContext)
+        throw ops::PlanError("plan: a context of " + std::to_string(n_ctx) + " positions is outside 0.." +
+                             std::to_string(kMaxContext) + " (graph/limits.h)");
     Plan plan;
     plan.n_tokens = n_tokens;
 
@@ -76,7 +94,7 @@ Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
             PlanTensor t{w.name, {w.type, w.shape()}, PlanTensor::Kind::Weight};
             t.weight_data = w.data;
             id = add_tensor(plan, std::move(t));
-            plan.weight_bytes += int64_t(w.nbytes);
+            plan.weight_bytes = checked_add(plan.weight_bytes, int64_t(w.nbytes), "weight bytes");
         }
         return id;
     };
@@ -136,7 +154,7 @@ Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
     }
 
     for (const PlanTensor& t : plan.tensors)
-        if (t.kind != PlanTensor::Kind::Weight) plan.naive_bytes += t.bytes;
+        if (t.kind != PlanTensor::Kind::Weight) plan.naive_bytes = checked_add(plan.naive_bytes, t.bytes, "[plan] arena bytes");
     plan.kv = kv_cache_spec(plan, graph, n_ctx);
     assign_arena_offsets(plan);
     verify_plan(plan);

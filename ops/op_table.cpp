@@ -5,18 +5,22 @@
 #include <vector>
 
 #include "ops/op_rows.h"
+#include "runtime/checked_math.h"
 
 namespace graphrun::ops {
 
+// Shapes come from model files and batch sizes: every product is checked (SizeError names the tensor shape).
 int64_t TensorDesc::n_elements() const {
     int64_t n = 1;
-    for (int64_t d : shape) n *= d;
+    for (int64_t d : shape) n = checked_mul(n, d, [&] { return "elements of " + str(); });
     return n;
 }
 
 int64_t TensorDesc::nbytes() const {
     if (shape.empty()) return dtype_traits(dtype).block_bytes;
-    return n_elements() / shape.back() * row_bytes(dtype, shape.back());
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < shape.size(); ++i) rows = checked_mul(rows, shape[i], [&] { return "rows of " + str(); });
+    return checked_mul(rows, row_bytes(dtype, shape.back()), [&] { return "bytes of " + str(); });
 }
 
 std::string TensorDesc::str() const {
