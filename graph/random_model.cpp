@@ -16,6 +16,7 @@
 
 #include "runtime/fp16.h"
 #include "runtime/gguf.h"
+#include "runtime/output_file.h"
 
 namespace graphrun::graph {
 
@@ -160,6 +161,11 @@ std::vector<std::string> random_llama_vocab(int64_t n_vocab) {
 
 void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     validate_random_llama(s);
+    try {
+        check_output_path(path);  // before the weights are drawn: they can take a while
+    } catch (const OutputError& e) {
+        throw GgufError(e.what());
+    }
     const int64_t head_dim = s.head_dim(), kv_dim = s.n_kv_heads * head_dim;
     GgufWriter w;
     w.set_string("general.architecture", "llama");

@@ -149,7 +149,9 @@ public:
     void add_tensor_from(std::string name, DType type, std::vector<int64_t> ne,
                          std::function<void(std::vector<uint8_t>& bytes)> produce);
 
-    void write(const std::string& path) const;  // throws GgufError on I/O failure
+    // Writes by runtime/output_file.h's rules: `path` must be absent or a writable regular file
+    // (checked before anything is produced); throws GgufError on a bad value or any I/O failure.
+    void write(const std::string& path) const;
 
 private:
     struct PendingTensor {
@@ -161,6 +163,8 @@ private:
         std::function<void(std::vector<uint8_t>&)> produce;  // set when streamed
     };
     uint64_t check_new_tensor(const std::string& name, DType type, const std::vector<int64_t>& ne) const;
+    void write_file(const std::string& path, const std::vector<uint8_t>& head, uint64_t total_bytes,
+                    uint64_t alignment) const;
     std::vector<std::pair<std::string, GgufValue>> kv_;
     std::vector<PendingTensor> tensors_;
 };

@@ -3,17 +3,16 @@
 // Layout: header, key/value pairs in insertion order, tensor infos, zero padding to the
 // alignment, then each tensor's bytes padded to the alignment (as ggml pads them). Tensor sizes
 // follow from type and shape, so the offsets are known before any streamed tensor is produced.
-// The file is written beside its destination and renamed into place, so a failed write never
-// leaves a half-written model under the real name.
-#include <unistd.h>
-
+// The file goes through OutputFile (runtime/output_file.h): the path is checked before the first
+// byte, the bytes are written beside it and renamed into place, so a failed or interrupted write
+// never leaves a half-written model under the real name, and nothing but a regular file is replaced.
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 
+#include "runtime/checked_math.h"
 #include "runtime/gguf.h"
+#include "runtime/output_file.h"
 
 namespace graphrun {
 
@@ -121,48 +120,6 @@ std::string ne_string(const std::vector<int64_t>& ne) {
     return s + "]";
 }
 
-// A file written beside `path` and renamed into place by commit(); destroyed uncommitted (a failed
-// write, or a tensor producer that threw), it removes the temporary file.
-class AtomicFile {
-  public:
-    explicit AtomicFile(std::string path)
-        : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
-        file_ = std::fopen(tmp_.c_str(), "wb");
-        if (!file_) throw GgufError(path_ + ": cannot create " + tmp_ + ": " + std::strerror(errno));
-    }
-    ~AtomicFile() {
-        if (file_) std::fclose(file_);
-        if (!committed_) std::remove(tmp_.c_str());
-    }
-    AtomicFile(const AtomicFile&) = delete;
-    AtomicFile& operator=(const AtomicFile&) = delete;
-
-    void write(const void* p, size_t n) {
-        if (n && std::fwrite(p, 1, n, file_) != n) fail(errno);
-    }
-    void zeros(size_t n) {
-        static const uint8_t kZeros[256] = {};
-        for (size_t left = n; left > 0;) {
-            const size_t k = std::min(left, sizeof kZeros);
-            write(kZeros, k);
-            left -= k;
-        }
-    }
-    void commit() {
-        std::FILE* f = file_;
-        file_ = nullptr;
-        if (std::fclose(f) != 0) fail(errno);
-        if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail(errno);
-        committed_ = true;
-    }
-
-  private:
-    [[noreturn]] void fail(int err) { throw GgufError(path_ + ": write failed: " + std::strerror(err)); }
-    std::string path_, tmp_;
-    std::FILE* file_ = nullptr;
-    bool committed_ = false;
-};
-
 }  // namespace
 
 void GgufWriter::set(std::string key, GgufValue value) {
@@ -238,8 +195,9 @@ void GgufWriter::write(const std::string& path) const {
     uint64_t alignment = kDefaultAlignment;
     for (const auto& [key, value] : kv_)
         if (key == "general.alignment") {
-            if (value.type != GgufType::U32 || value.u == 0 || (value.u & (value.u - 1)) != 0)
-                throw GgufError(path + ": general.alignment must be a u32 nonzero power of two");
+            if (value.type != GgufType::U32 || value.u < 8 || (value.u & (value.u - 1)) != 0)
+                throw GgufError(path + ": general.alignment must be a u32 power of two, at least 8 (GGUF "
+                                       "requires a multiple of 8)");
             alignment = value.u;
         }
 
@@ -257,21 +215,31 @@ void GgufWriter::write(const std::string& path) const {
             throw GgufError(path + ": " + e.what());
         }
     }
-    uint64_t offset = 0;
+    uint64_t offset = 0;  // every tensor's nbytes was checked to fit when added; their sum is checked here
     for (const PendingTensor& t : tensors_) {
         head.put_string(t.name);
         head.put<uint32_t>(uint32_t(t.ne.size()));
         for (int64_t d : t.ne) head.put<uint64_t>(uint64_t(d));
         head.put<uint32_t>(dtype_traits(t.type).ggml_type);
         head.put<uint64_t>(offset);
-        offset = align_up(offset + t.nbytes, alignment);
+        offset = uint64_t(checked_align_up(checked_add(int64_t(offset), int64_t(t.nbytes), "GGUF tensor data"),
+                                           int64_t(alignment), "GGUF tensor data"));
     }
     head.pad_to(alignment);
 
     // The header is complete (and every value checked) before the file is created; then each
     // tensor, stored or produced now, is followed by zeros up to the next aligned offset.
-    AtomicFile out(path);
-    out.write(head.bytes.data(), head.bytes.size());
+    try {
+        write_file(path, head.bytes, head.bytes.size() + offset, alignment);
+    } catch (const OutputError& e) {
+        throw GgufError(e.what());  // the header promises GgufError; the text names the path
+    }
+}
+
+void GgufWriter::write_file(const std::string& path, const std::vector<uint8_t>& head, uint64_t total_bytes,
+                            uint64_t alignment) const {
+    OutputFile out(path, total_bytes);
+    out.write(head.data(), head.size());
     std::vector<uint8_t> produced;
     for (const PendingTensor& t : tensors_) {
         const std::vector<uint8_t>* bytes = &t.bytes;
@@ -285,7 +253,7 @@ void GgufWriter::write(const std::string& path) const {
             bytes = &produced;
         }
         out.write(bytes->data(), bytes->size());
-        out.zeros(align_up(t.nbytes, alignment) - t.nbytes);
+        out.write_zeros(align_up(t.nbytes, alignment) - t.nbytes);
     }
     out.commit();
 }
