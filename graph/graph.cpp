@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "ops/op_table.h"
+#include "runtime/bounded_read.h"
 
 namespace graphrun::graph {
 
@@ -35,11 +35,11 @@ GraphFile graph_file_from_string(std::string json_text, std::string name) {
 }
 
 GraphFile load_graph_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw GraphError(path + ": cannot open graph file");
-    std::stringstream text;
-    text << in.rdbuf();
-    return graph_file_from_string(text.str(), path);
+    try {
+        return graph_file_from_string(read_bounded_file(path, kMaxGraphFileBytes, "a graph file"), path);
+    } catch (const FileReadError& e) {
+        throw GraphError(std::string(e.what()) + " (graph file)");
+    }
 }
 
 std::string default_graph_path() {

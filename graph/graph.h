@@ -33,7 +33,10 @@ struct GraphFile {
     std::string json_text;     // whole file, parsed again at bind time (cheap, keeps one parser)
 };
 
-GraphFile load_graph_file(const std::string& path);
+// Graph files are small (models/llama.json is 3 KB); a longer one is refused before it is parsed.
+constexpr uint64_t kMaxGraphFileBytes = uint64_t(16) << 20;
+
+GraphFile load_graph_file(const std::string& path);  // FIFOs and devices: see runtime/bounded_read.h
 GraphFile graph_file_from_string(std::string json_text, std::string name);  // for tests
 std::string default_graph_path();  // models/llama.json of this source tree
 std::string default_model_path();  // models/kjv-q8_0.gguf, the model graphrun ships (models/README.md)

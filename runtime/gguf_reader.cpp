@@ -188,10 +188,12 @@ class GgufReader {
             c_.fail("key 'general.alignment' has type " + std::string(gguf_type_name(value.type)) +
                         ", expected u32",
                     at);
-        if (value.u == 0 || (value.u & (value.u - 1)) != 0)
-            c_.fail(
-                "key 'general.alignment' is " + std::to_string(value.u) + ", expected a nonzero power of two",
-                at);
+        // GGUF requires a multiple of 8 and ggml a power of two; below 8, f32 and f16 rows would
+        // start at addresses the kernels' loads do not expect.
+        if (value.u < 8 || (value.u & (value.u - 1)) != 0)
+            c_.fail("key 'general.alignment' is " + std::to_string(value.u) +
+                        ", expected a power of two of at least 8 (GGUF requires a multiple of 8)",
+                    at);
         f_.alignment_ = value.u;
     }
 
@@ -294,13 +296,15 @@ class GgufReader {
 std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
     std::shared_ptr<GgufFile> file(new GgufFile());
     file->path_ = path;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; the file is refused right after.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw GgufError(path + ": cannot open: " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         const int err = errno;
         ::close(fd);
-        throw GgufError(path + ": not a regular file" + (err ? std::string(": ") + std::strerror(err) : ""));
+        throw GgufError(path + ": not a regular file (a model is memory-mapped: give a file, not a " +
+                        "FIFO, device or directory)" + (err ? std::string(": ") + std::strerror(err) : ""));
     }
     file->size_ = uint64_t(st.st_size);
     if (file->size_ < 4) {

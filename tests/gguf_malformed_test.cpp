@@ -238,9 +238,20 @@ TEST(GgufMalformed, DuplicateKeyAndTensorName) {
 
 TEST(GgufMalformed, BadAlignmentValues) {
     EXPECT_THAT(RawGguf().header(0, 1).kv_u32("general.alignment", 48).error("align48.gguf"),
-                HasSubstr("'general.alignment' is 48, expected a nonzero power of two"));
+                HasSubstr("'general.alignment' is 48, expected a power of two of at least 8"));
     EXPECT_THAT(RawGguf().header(0, 1).kv_u32("general.alignment", 0).error("align0.gguf"),
                 HasSubstr("'general.alignment' is 0"));
+    // Powers of two below 8: GGUF requires a multiple of 8 (f32 rows would be misaligned).
+    for (uint32_t small : {1u, 2u, 4u})
+        EXPECT_THAT(RawGguf().header(0, 1).kv_u32("general.alignment", small).error("align_small.gguf"),
+                    HasSubstr("'general.alignment' is " + std::to_string(small) + ", expected a power of two of "
+                              "at least 8 (GGUF requires a multiple of 8)"));
+    RawGguf align8;
+    align8.header(0, 1).kv_u32("general.alignment", 8);
+    const std::string path = temp_path("align8.gguf");
+    write_bytes(path, align8.b.data(), align8.b.size());
+    EXPECT_EQ(GgufFile::open(path)->alignment(), 8u);
+    std::filesystem::remove(path);
     EXPECT_THAT(RawGguf()
                     .header(0, 1)
                     .str("general.alignment")
