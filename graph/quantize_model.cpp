@@ -13,7 +13,9 @@
 #include <stdexcept>
 
 #include "ops/quant.h"
+#include "runtime/finite_check.h"
 #include "runtime/gguf.h"
+#include "runtime/output_file.h"
 
 namespace graphrun::graph {
 
@@ -45,6 +47,36 @@ QuantizedTensor plan_tensor(const GgufTensor& t, DType type) {
         q.bytes_out = uint64_t(row_bytes(type, t.ne[0])) * uint64_t(t.n_elements() / t.ne[0]);
     }
     return q;
+}
+
+// "element 17 (row 0, column 17)": where a value sits in a tensor whose rows are ne[0] long.
+std::string element_place(const GgufTensor& t, int64_t index) {
+    return "element " + std::to_string(index) + " (row " + std::to_string(index / t.ne[0]) + ", column " +
+           std::to_string(index % t.ne[0]) + ")";
+}
+
+// A NaN or Inf weight would come out of quantization as a finite code (the F32 model stops on
+// NaN logits; the quantized copy would print tokens), so the input is refused, naming the value.
+void refuse_non_finite_input(const std::string& in, const GgufTensor& t) {
+    const std::optional<NonFiniteValue> bad = find_non_finite(t.type, t.data, t.n_elements());
+    if (!bad) return;
+    const bool block = dtype_traits(t.type).block_size > 1;
+    throw GgufError(in + ": tensor '" + t.name + "' " +
+                    (block ? "has a block whose scale is " + non_finite_name(bad->value) + " at "
+                           : "has " + non_finite_name(bad->value) + " at ") +
+                    element_place(t, bad->index) +
+                    "; graphrun does not quantize non-finite weights (the quantized file would hide them)");
+}
+
+// Finite inputs can still give an infinite scale: Q8_0's d = max|x| / 127 is stored as fp16
+// (at most 65504), so a block with a weight beyond ~8.3e6 cannot be represented.
+void refuse_overflowed_scales(const std::string& in, const GgufTensor& t, DType type,
+                              const std::vector<uint8_t>& out) {
+    const std::optional<NonFiniteValue> bad = find_non_finite(type, out.data(), t.n_elements());
+    if (!bad) return;
+    throw GgufError(in + ": tensor '" + t.name + "': the block at " + element_place(t, bad->index) +
+                    " has weights too large for " + dtype_name(type) +
+                    " (its fp16 scale overflows); graphrun does not write infinite scales");
 }
 
 // ---- conversion ----
@@ -92,6 +124,11 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out, DTy
         throw std::invalid_argument("quantize: the output " + out + " is the input file; write a new file");
 
     const auto file = GgufFile::open(in);
+    try {
+        check_output_path(out);  // before any work: a path we may not replace fails now, not at the end
+    } catch (const OutputError& e) {
+        throw GgufError(e.what());
+    }
     QuantizeReport report;
     report.type = type;
     report.file_bytes_in = file->file_size();
@@ -111,10 +148,13 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out, DTy
         const GgufTensor& t = file->tensors()[k];
         const QuantizedTensor& q = report.tensors[k];
         writer.add_tensor_from(t.name, q.to, t.ne, [&, k](std::vector<uint8_t>& bytes) {
-            if (q.action == TensorAction::Quantized)
+            refuse_non_finite_input(in, t);
+            if (q.action == TensorAction::Quantized) {
                 convert_tensor(t, type, bytes);
-            else
+                refuse_overflowed_scales(in, t, type, bytes);
+            } else {
                 bytes.assign(t.data, t.data + t.nbytes);
+            }
             if (progress) progress(k + 1, report.tensors.size(), t.name);
         });
     }

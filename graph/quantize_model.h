@@ -16,6 +16,10 @@
 // Metadata is copied in order; general.file_type becomes llama.cpp's ftype (MOSTLY_Q8_0 = 7,
 // MOSTLY_Q4_0 = 2) and general.quantization_version 2, as llama-quantize writes them.
 //
+// Non-finite weights: a NaN or Inf anywhere in the input (or a Q8_0/Q4_0 block whose scale is one),
+// and a block whose weights are too large for an fp16 scale, stop the run with a GgufError naming
+// the tensor and the element; the output is then not written (runtime/finite_check.h).
+//
 // Memory: the input is memory-mapped and one output tensor is held at a time; the file is written
 // beside `out` and renamed into place when complete, then read back through GgufFile's checks.
 #pragma once
@@ -63,7 +67,8 @@ struct QuantizeReport {
 // Reads `in` (F32, F16, Q8_0, Q4_0 tensors), writes `out` with weight matrices in `type`
 // (Q8_0 or Q4_0). `progress` is called as each tensor is converted, just before its bytes are
 // written: done = tensors converted so far (1..total), tensor = the name just converted. Throws std::invalid_argument for a bad type or
-// out == in, GgufError for an unreadable input or a failed write (naming the file).
+// out == in, GgufError for an unreadable input, non-finite weights, an output path that may not be
+// written (checked before any work: runtime/output_file.h) or a failed write (naming the file).
 QuantizeReport quantize_model(
     const std::string& in, const std::string& out, DType type,
     const std::function<void(size_t done, size_t total, const std::string& tensor)>& progress = {});
