@@ -29,7 +29,11 @@ GenerationStats generate(Session& session, Sampler& sampler, std::span<const int
         sampler.accept(token);
         ++stats.generated_tokens;
         if (!on_token(token)) break;
-        if (stats.generated_tokens == n_predict || session.n_past() >= session.n_ctx()) break;
+        stats.context_full = session.n_past() >= session.n_ctx();
+        if (stats.generated_tokens == n_predict || stats.context_full) {
+            stats.unevaluated_token = token;
+            break;
+        }
         logits = session.eval(std::span<const int32_t>(&token, 1));
         ++stats.decode_steps;
     }

@@ -2,20 +2,31 @@
 //
 //   graphrun -m MODEL.gguf -p "Once upon a time" -n 128      text in, streamed text out
 //   graphrun -m MODEL.gguf -i                                 chat-like turns over one KV cache
+//                                                             (/reset starts over; a full context goes on
+//                                                             from its last half)
 //   graphrun -m MODEL.gguf --tokens 1,403,407 -n 16           token ids in, greedy ids out
 //   graphrun -m MODEL.gguf --dump-plan[=json] [--batch N]     the execution plan
 // stdout carries only the text (or the ids); logs and timings go to stderr, so output can be piped.
+#include <tbb/info.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "graph/generate.h"
+#include "graph/limits.h"
+#include "runtime/bounded_read.h"
+#include "runtime/finite_check.h"
 #include "runtime/text/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 
 namespace graphrun::tools {
 
@@ -25,7 +36,7 @@ struct GenerateOptions {
     std::string graph_path = graph::default_graph_path();
     std::string model_path = graph::default_model_path();
     std::string tokens, prompt, prompt_file;
-    bool interactive = false, special = false;
+    bool interactive = false, special = false, check_weights = false;
     int64_t n_predict = 128;
     int threads = 0;
     int64_t ctx = 0;
@@ -58,12 +69,40 @@ std::vector<int32_t> parse_token_list(const std::string& text) {
     return ids;
 }
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("-f: cannot read prompt file '" + path + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
+std::string read_prompt_file(const std::string& path) {
+    try {
+        return read_bounded_file(path, graph::kMaxPromptFileBytes, "a prompt file");
+    } catch (const FileReadError& e) {
+        throw std::runtime_error(std::string("-f: ") + e.what());
+    }
+}
+
+// --check-weights: every weight the graph reads, scanned for NaN and Inf (runtime/finite_check.h).
+void check_weights_are_finite(const graph::Model& model) {
+    for (const graph::GraphWeight& w : model.graph().weights) {
+        const std::optional<NonFiniteValue> bad = find_non_finite(w.tensor->type, w.tensor->data,
+                                                                  w.tensor->n_elements());
+        if (bad)
+            throw std::runtime_error(model.file().path() + ": --check-weights: tensor '" + w.name + "' has " +
+                                     non_finite_name(bad->value) + " at element " + std::to_string(bad->index) +
+                                     (dtype_traits(w.tensor->type).block_size > 1 ? " (a block's scale)" : ""));
+    }
+}
+
+// -c beyond what this machine holds is refused here, by its size, before the allocation is tried.
+void check_context_fits(const graph::Model& model, int64_t n_ctx) {
+    const graph::Plan plan = graph::make_plan(model.graph(), 1, n_ctx);
+    const int64_t bytes = plan.kv.bytes(), memory = graph::physical_memory_bytes();
+    if (memory > 0 && bytes > memory)
+        throw std::runtime_error("-c " + std::to_string(n_ctx) + ": the KV cache would take " + std::to_string(bytes) +
+                                 " bytes (" + std::to_string(plan.kv.n_layer) + " layers x " + std::to_string(n_ctx) +
+                                 " positions x " + std::to_string(plan.kv.row) + " x 2 (k, v) x 2 bytes), more than " +
+                                 "this machine's " + std::to_string(memory) + " bytes of memory");
+}
+
+void note_context_full(const graph::Session& session) {
+    std::fprintf(stderr, "\ngraphrun: stopped at the end of the context (%lld positions); raise -c for more\n",
+                 (long long)session.n_ctx());
 }
 
 void report(const graph::Session& session, const graph::GenerationStats& s, int64_t weight_bytes) {
@@ -92,8 +131,41 @@ void run_token_mode(graph::Session& session, const GenerateOptions& opt, const s
         return true;
     });
     std::printf("\n");
+    if (stats.context_full && stats.generated_tokens < opt.n_predict) note_context_full(session);
     report(session, stats, session.plan(1).weight_bytes);
 }
+
+// Interactive turns share one KV cache. `kept` is every token of the sequence so far: those in
+// the cache, then (at most one) printed but not yet evaluated; a full context goes on from its
+// last half, evaluated again into an emptied cache.
+struct Conversation {
+    std::vector<int32_t> kept;
+    int32_t bos = -1;                // kept first when the context shifts, as the model saw it first
+    bool shift_before_next = false;  // the context filled: the next line goes on from the last half
+
+    // Evaluates what was printed but not evaluated (a reply's last token), so the next turn
+    // continues from everything said.
+    void catch_up(graph::Session& session) {
+        const size_t in_cache = size_t(session.n_past());
+        if (kept.size() > in_cache) session.eval(std::span<const int32_t>(kept).subspan(in_cache));
+    }
+
+    // Keeps the last positions (at most half the context, and room for `incoming` more tokens).
+    // False when even an empty cache cannot take `incoming` tokens.
+    bool shift(graph::Session& session, size_t incoming) {
+        const int64_t room = session.n_ctx() - 1 - int64_t(incoming);
+        if (room < 0) return false;
+        const size_t keep = std::min(kept.size(), size_t(std::min<int64_t>(room, session.n_ctx() / 2)));
+        const bool keep_bos = keep > 0 && bos >= 0 && kept.front() == bos;
+        std::vector<int32_t> next(keep_bos ? 1 : 0, bos);
+        next.insert(next.end(), kept.end() - std::ptrdiff_t(keep - (keep_bos ? 1 : 0)), kept.end());
+        kept = std::move(next);
+        session.reset();
+        if (!kept.empty()) session.eval(kept);
+        std::fprintf(stderr, "graphrun: going on from the last %zu tokens (type /reset to start over)\n", keep);
+        return true;
+    }
+};
 
 // Text in, streamed text out until an end-of-generation token or n_predict tokens.
 void run_text_mode(graph::Session& session, const GenerateOptions& opt, const std::string& first_prompt) {
@@ -105,9 +177,17 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
                                      " (use --tokens to give token ids)");
         }
     }();
+    // A sampled id the vocabulary cannot print would fail mid-generation: refuse it at load.
+    if (tokenizer.n_vocab() < session.n_vocab())
+        throw std::runtime_error(session.model().file().path() + ": the vocabulary has " +
+                                 std::to_string(tokenizer.n_vocab()) + " tokens but the logits are " +
+                                 std::to_string(session.n_vocab()) + " wide (output.weight has more rows than " +
+                                 "tokenizer.ggml.tokens has entries)");
     Sampler sampler(opt.sampling, int32_t(session.n_vocab()));
     std::string prompt = first_prompt;
     bool first_turn = true;
+    Conversation turns;
+    turns.bos = tokenizer.bos();
     while (true) {
         if (first_turn && prompt.empty() && !opt.interactive)
             throw std::runtime_error("nothing to generate from: give a prompt with -p TEXT, -f FILE or --tokens");
@@ -115,12 +195,35 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
             std::fprintf(stderr, "\n> ");
             if (!std::getline(std::cin, prompt)) break;
             if (prompt.empty()) continue;
+            if (prompt == "/reset") {
+                session.reset();
+                sampler.reset();
+                turns = Conversation{};
+                turns.bos = tokenizer.bos();
+                first_turn = true;
+                std::fprintf(stderr, "graphrun: the context is empty again\n");
+                prompt.clear();
+                continue;
+            }
         }
-        const std::vector<int32_t> ids = tokenizer.encode(prompt, first_turn && tokenizer.add_bos());
-        if (session.n_past() + int64_t(ids.size()) >= session.n_ctx())
+        std::vector<int32_t> ids = tokenizer.encode(prompt, turns.kept.empty() && tokenizer.add_bos());
+        if (opt.interactive) {
+            const int64_t needed = int64_t(turns.kept.size() + ids.size());
+            if (turns.shift_before_next || needed >= session.n_ctx()) {
+                if (!turns.shift(session, ids.size())) {
+                    std::fprintf(stderr, "graphrun: that line has %zu tokens, more than the context of %lld holds; "
+                                 "type a shorter one (or raise -c)\n", ids.size(), (long long)session.n_ctx());
+                    continue;
+                }
+                turns.shift_before_next = false;
+            }
+            turns.catch_up(session);
+            turns.kept.insert(turns.kept.end(), ids.begin(), ids.end());
+        } else if (session.n_past() + int64_t(ids.size()) >= session.n_ctx()) {
             throw std::runtime_error("the prompt has " + std::to_string(ids.size()) + " tokens and " +
                                      std::to_string(session.n_past()) + " are in use: more than the context of " +
                                      std::to_string(session.n_ctx()) + " (raise -c)");
+        }
         if (!opt.interactive || first_turn) std::fputs(prompt.c_str(), stdout);
         std::fflush(stdout);
 
@@ -129,11 +232,19 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
             if (tokenizer.is_end_of_generation(token)) return false;
             std::fputs(stream.push(token).c_str(), stdout);
             std::fflush(stdout);
+            if (opt.interactive) turns.kept.push_back(token);
             return true;
         });
         std::fputs(stream.flush().c_str(), stdout);
         std::fputs("\n", stdout);
         std::fflush(stdout);
+        if (stats.context_full && opt.interactive) {
+            std::fprintf(stderr, "graphrun: the context (%lld positions) is full; the next line goes on from its "
+                         "last half, or type /reset to start over\n", (long long)session.n_ctx());
+            turns.shift_before_next = true;
+        } else if (stats.context_full && stats.generated_tokens != opt.n_predict) {
+            note_context_full(session);
+        }
         report(session, stats, session.plan(1).weight_bytes);
         first_turn = false;
         if (!opt.interactive) break;
@@ -142,9 +253,11 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
 
 void run_generate(GenerateOptions opt) {
     if (opt.model_path.empty()) throw std::runtime_error("no model: give one with -m MODEL.gguf (try `graphrun --help`)");
-    if (!opt.prompt_file.empty()) opt.prompt = read_file(opt.prompt_file);
+    if (!opt.prompt_file.empty()) opt.prompt = read_prompt_file(opt.prompt_file);
     const auto load_start = std::chrono::steady_clock::now();
     auto model = graph::Model::load(opt.model_path, opt.graph_path);
+    if (opt.check_weights) check_weights_are_finite(*model);
+    if (opt.ctx > 0) check_context_fits(*model, opt.ctx);
     graph::Session session(model, {.n_ctx = opt.ctx, .n_threads = opt.threads});
     const double load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
@@ -152,7 +265,8 @@ void run_generate(GenerateOptions opt) {
 
     if (!opt.dump_plan.empty()) {
         const int64_t batch = opt.batch > 0 ? opt.batch : std::max<int64_t>(1, int64_t(prompt_ids.size()));
-        const graph::Plan& plan = session.plan(batch);
+        // Planned, not bound: a dump allocates no arena, however large the batch.
+        const graph::Plan plan = graph::make_plan(model->graph(), batch, session.n_ctx());
         std::fputs((opt.dump_plan == "json" ? graph::dump_plan_json(plan, model->graph())
                                             : graph::dump_plan_text(plan, model->graph())).c_str(), stdout);
         return;
@@ -179,24 +293,34 @@ void register_generate(CLI::App& app) {
     app.add_option("--tokens", opt->tokens, "prompt as token ids (e.g. 1,403,407); prints ids, greedy unless --temp");
     app.add_flag("-i,--interactive", opt->interactive, "read further prompts from stdin, keeping the KV cache");
     app.add_flag("--special", opt->special, "print special tokens (BOS, EOS, ...) too");
+    app.add_flag("--check-weights", opt->check_weights,
+                 "scan every weight the graph reads for NaN and Inf at load (reads the whole file)");
     app.add_option("-n,--n-predict", opt->n_predict, "tokens to generate (-1: until EOS or a full context)")
+        ->check(whole_number_in(-1, graph::kMaxPredict))
         ->capture_default_str();
-    app.add_option("-t,--threads", opt->threads, "threads (0: every core)")->check(CLI::NonNegativeNumber);
+    const int max_threads = tbb::info::default_concurrency();
+    app.add_option("-t,--threads", opt->threads, "threads (0: every core)")
+        ->check(whole_number_in(0, max_threads, "the threads this machine runs"));
     app.add_option("-c,--ctx-size", opt->ctx, "KV cache positions (0: the model's, at most 2048)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(whole_number_in(0, graph::kMaxContext, "the context ceiling"));
     app.add_option("--temp", s.temperature, "temperature (0: greedy)")->capture_default_str();
-    app.add_option("--top-k", s.top_k, "keep the k most likely tokens (0: off)")->capture_default_str();
+    app.add_option("--top-k", s.top_k, "keep the k most likely tokens (0: off)")
+        ->check(whole_number_in(0, INT32_MAX))
+        ->capture_default_str();
     app.add_option("--top-p", s.top_p, "keep the smallest set with this probability (1: off)")->capture_default_str();
     app.add_option("--min-p", s.min_p, "drop tokens below this fraction of the best one (0: off)")->capture_default_str();
     app.add_option("--repeat-penalty", s.repeat_penalty, "penalise recent tokens (1: off)")->capture_default_str();
-    app.add_option("--repeat-last-n", s.repeat_last_n, "how many recent tokens the penalties see")->capture_default_str();
+    app.add_option("--repeat-last-n", s.repeat_last_n, "how many recent tokens the penalties see (-1: all)")
+        ->check(whole_number_in(-1, kMaxRepeatLastN))
+        ->capture_default_str();
     app.add_option("--frequency-penalty", s.frequency_penalty, "subtract count x this")->capture_default_str();
     app.add_option("--presence-penalty", s.presence_penalty, "subtract this once a token appeared")->capture_default_str();
     app.add_option("--seed", s.seed, "random seed (default: random)");
     app.add_option("--dump-plan", opt->dump_plan, "print the execution plan and exit: text (default) or json")
         ->expected(0, 1)
         ->check(CLI::IsMember({"", "text", "json"}));
-    app.add_option("--batch", opt->batch, "batch size of the plan --dump-plan prints")->check(CLI::PositiveNumber);
+    app.add_option("--batch", opt->batch, "batch size of the plan --dump-plan prints")
+        ->check(whole_number_in(1, graph::kMaxBatch, "the batch ceiling"));
     app.callback([&app, opt] {
         if (!app.get_subcommands().empty()) return;
         GenerateOptions o = *opt;

@@ -1,6 +1,7 @@
 // tools/main.cpp — the `graphrun` command line: generation by default, plus subcommands.
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "tools/commands.h"
 
@@ -15,7 +16,13 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        // --help and --version exit 0; a bad option is an error like any other: exit 1
+        // (CLI11's own codes, 105 for a failed check and so on, mean nothing to a caller).
+        return app.exit(e) == 0 ? 0 : 1;
+    } catch (const std::bad_alloc&) {
+        // Sizes from options and files are checked before allocating; this is the backstop.
+        std::fprintf(stderr, "graphrun: out of memory: this machine cannot hold what the model and options ask for\n");
+        return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "graphrun: %s\n", e.what());
         return 1;

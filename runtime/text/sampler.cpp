@@ -204,9 +204,10 @@ void sampler_validate(const SamplerParams& p) {
         bad_param("min_p", fmt(p.min_p), "a value in [0, 1] (0 disables it)");
     if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty))
         bad_param("repeat_penalty", fmt(p.repeat_penalty), "a finite value > 0 (1 disables it)");
-    if (p.repeat_last_n < -1)
+    if (p.repeat_last_n < -1 || p.repeat_last_n > kMaxRepeatLastN)
         bad_param("repeat_last_n", std::to_string(p.repeat_last_n),
-                  "a value >= -1 (0 disables penalties, -1 uses all tokens since reset)");
+                  "a value from -1 to " + std::to_string(kMaxRepeatLastN) +
+                      " (0 disables penalties, -1 uses all tokens since reset)");
     if (!std::isfinite(p.frequency_penalty))
         bad_param("frequency_penalty", fmt(p.frequency_penalty), "a finite value");
     if (!std::isfinite(p.presence_penalty))

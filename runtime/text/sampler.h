@@ -67,13 +67,17 @@ int32_t sampler_dist(Candidates& c, std::mt19937& rng);
 // LLAMA_DEFAULT_SEED's value: "pick a seed from std::random_device".
 inline constexpr uint64_t kSamplerRandomSeed = 0xFFFFFFFF;
 
+// The longest penalty window (repeat_last_n): the history is kept in a vector shifted per token.
+inline constexpr int32_t kMaxRepeatLastN = 1 << 20;
+
 struct SamplerParams {
     float temperature = 0.8f;     // <= 0: greedy
     int32_t top_k = 40;           // 0: off; must not be negative
     float top_p = 0.95f;          // in [0, 1]; 1: off
     float min_p = 0.05f;          // in [0, 1]; 0: off
     float repeat_penalty = 1.0f;  // > 0; 1: off
-    int32_t repeat_last_n = 64;   // tokens of history the penalties see; 0: off, -1: all since reset
+    int32_t repeat_last_n = 64;   // tokens of history the penalties see; 0: off, -1: all since reset;
+                                  // at most kMaxRepeatLastN
     float frequency_penalty = 0.0f;
     float presence_penalty = 0.0f;
     uint64_t seed = kSamplerRandomSeed;  // seeds std::mt19937, so at most 32 bits
