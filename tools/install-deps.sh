@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # tools/install-deps.sh — installs the Debian packages graphrun needs, only those missing.
-# Usage: bash tools/install-deps.sh [--parity] [--train]
-#   --parity  adds Node.js, for the llama.cpp reference the tests compare against
-#   --train   adds PyTorch, SentencePiece, OpenBLAS and the King James Bible, for tools/train/
+# Usage: bash tools/install-deps.sh [--no-tests] [--parity] [--train]
+#   --no-tests  leaves out GoogleTest and Google Benchmark (a -DGRAPHRUN_BUILD_TESTS=OFF build)
+#   --parity    adds Node.js, for the llama.cpp reference the tests compare against
+#   --train     adds PyTorch, SentencePiece, OpenBLAS and the King James Bible, for tools/train/
 set -euo pipefail
 
-packages=(g++ cmake make libeigen3-dev libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev libcli11-dev libicu-dev)
+packages=(g++ cmake make libeigen3-dev libtbb-dev nlohmann-json3-dev libcli11-dev libicu-dev)
+[[ " $* " == *" --no-tests "* ]] || packages+=(libgtest-dev libgmock-dev libbenchmark-dev)
 for flag in "$@"; do
   case "$flag" in
+    --no-tests) ;;
     --parity) command -v node >/dev/null || packages+=(nodejs npm) ;;
     # Without libopenblas0-pthread, Debian's torch multiplies on the reference BLAS (~25x slower).
     --train) packages+=(python3-torch python3-sentencepiece python3-numpy libopenblas0-pthread bible-kjv) ;;
-    *) echo "install-deps: unknown option $flag (known: --parity --train)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown option $flag (known: --no-tests --parity --train)" >&2; exit 2 ;;
   esac
 done
 
