@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/data_files.h"
 #include "ops/op_table.h"
 #include "runtime/bounded_read.h"
 
@@ -42,12 +43,8 @@ GraphFile load_graph_file(const std::string& path) {
     }
 }
 
-std::string default_graph_path() {
-    return std::string(GRAPHRUN_SOURCE_DIR) + "/models/llama.json";
-}
-std::string default_model_path() {
-    return std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf";
-}
+std::string default_graph_path() { return find_data_file("models/llama.json"); }
+std::string default_model_path() { return find_data_file("models/kjv-q8_0.gguf"); }
 
 namespace {
 

@@ -38,7 +38,8 @@ constexpr uint64_t kMaxGraphFileBytes = uint64_t(16) << 20;
 
 GraphFile load_graph_file(const std::string& path);  // FIFOs and devices: see runtime/bounded_read.h
 GraphFile graph_file_from_string(std::string json_text, std::string name);  // for tests
-std::string default_graph_path();  // models/llama.json of this source tree
+// In the data folder (graph/data_files.h); DataFileError names every place looked in.
+std::string default_graph_path();  // models/llama.json
 std::string default_model_path();  // models/kjv-q8_0.gguf, the model graphrun ships (models/README.md)
 
 // Where a node input comes from once bound.

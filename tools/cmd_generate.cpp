@@ -33,8 +33,7 @@ namespace graphrun::tools {
 namespace {
 
 struct GenerateOptions {
-    std::string graph_path = graph::default_graph_path();
-    std::string model_path = graph::default_model_path();
+    std::string graph_path, model_path;  // empty: the defaults in the data folder (graph/data_files.h)
     std::string tokens, prompt, prompt_file;
     bool interactive = false, special = false, check_weights = false;
     int64_t n_predict = 128;
@@ -252,7 +251,9 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
 }
 
 void run_generate(GenerateOptions opt) {
-    if (opt.model_path.empty()) throw std::runtime_error("no model: give one with -m MODEL.gguf (try `graphrun --help`)");
+    // Looked up only now, so --help and the subcommands work without a data folder.
+    if (opt.model_path.empty()) opt.model_path = graph::default_model_path();
+    if (opt.graph_path.empty()) opt.graph_path = graph::default_graph_path();
     if (!opt.prompt_file.empty()) opt.prompt = read_prompt_file(opt.prompt_file);
     const auto load_start = std::chrono::steady_clock::now();
     auto model = graph::Model::load(opt.model_path, opt.graph_path);
@@ -286,8 +287,9 @@ void run_generate(GenerateOptions opt) {
 void register_generate(CLI::App& app) {
     auto opt = std::make_shared<GenerateOptions>();
     SamplerParams& s = opt->sampling;
-    app.add_option("--graph", opt->graph_path, "graph definition (JSON)")->capture_default_str();
-    app.add_option("-m,--model", opt->model_path, "model file (GGUF)")->capture_default_str();
+    app.add_option("--graph", opt->graph_path,
+                   "graph definition (JSON); default: models/llama.json of the data folder (see --version)");
+    app.add_option("-m,--model", opt->model_path, "model file (GGUF); default: models/kjv-q8_0.gguf of the data folder");
     app.add_option("-p,--prompt", opt->prompt, "prompt text");
     app.add_option("-f,--file", opt->prompt_file, "read the prompt from a file");
     app.add_option("--tokens", opt->tokens, "prompt as token ids (e.g. 1,403,407); prints ids, greedy unless --temp");
