@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/limits.h"
 #include "runtime/gguf.h"
 #include "runtime/kernel.h"
 
@@ -33,9 +34,7 @@ struct GraphFile {
     std::string json_text;     // whole file, parsed again at bind time (cheap, keeps one parser)
 };
 
-// Graph files are small (models/llama.json is 3 KB); a longer one is refused before it is parsed.
-constexpr uint64_t kMaxGraphFileBytes = uint64_t(16) << 20;
-
+// Graph files are small; one longer than kMaxGraphFileBytes (graph/limits.h) is refused unread.
 GraphFile load_graph_file(const std::string& path);  // FIFOs and devices: see runtime/bounded_read.h
 GraphFile graph_file_from_string(std::string json_text, std::string name);  // for tests
 // In the data folder (graph/data_files.h); DataFileError names every place looked in.

@@ -7,6 +7,7 @@
 // every size they lead to honest, so raising one cannot make a size wrap).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace graphrun::graph {
@@ -19,6 +20,14 @@ constexpr int64_t kMaxBatch = int64_t(1) << 16;
 constexpr int64_t kMaxPredict = kMaxContext;
 // Bytes of a prompt file (-f).
 constexpr uint64_t kMaxPromptFileBytes = uint64_t(16) << 20;
+
+// Graph files (models/*.json). llama.json is 3 KB, 4 levels deep, 2 + 16 x n_layer nodes.
+constexpr uint64_t kMaxGraphFileBytes = uint64_t(16) << 20;  // read no further
+constexpr int kMaxGraphDepth = 64;                           // nesting of JSON arrays and objects
+constexpr int64_t kMaxGraphNodes = int64_t(1) << 17;         // nodes once repeat blocks are unrolled
+constexpr int64_t kMaxRepeatCount = int64_t(1) << 16;        // one block's "repeat"
+constexpr int64_t kMaxRepeatIterations = kMaxGraphNodes;     // all blocks' iterations together
+constexpr size_t kMaxGraphName = 256;                        // bytes of an id, input, weight or prefix
 
 // This machine's physical memory in bytes (0 when the system does not say): a KV cache or arena
 // larger than this cannot be allocated and is refused before it is tried.

@@ -34,15 +34,30 @@ int add_tensor(Plan& plan, PlanTensor tensor) {
     return int(plan.tensors.size()) - 1;
 }
 
-// The KV cache the attention steps need: one layer per distinct `layer`, rows of n_head_kv*head_dim.
+// The KV cache the attention steps need: one layer per attention step, rows of n_head_kv*head_dim.
+// Each step's `layer` must be its own and below the number of attention steps: two steps on one
+// layer would overwrite each other's keys, and a sparse index ("layer": 1000000) would size the
+// cache for layers that do not exist.
 KvCacheSpec kv_cache_spec(const Plan& plan, const Graph& graph, int64_t n_ctx) {
     KvCacheSpec kv;
     kv.n_ctx = n_ctx;
+    int64_t n_attention = 0;
+    for (const PlanStep& step : plan.steps) n_attention += step.params.holds<ops::AttentionParams>();
+    std::vector<int> owner(size_t(n_attention), -1);  // the step holding each layer
     for (const PlanStep& step : plan.steps) {
         if (!step.params.holds<ops::AttentionParams>()) continue;
         const ops::AttentionParams p = step.params.get<ops::AttentionParams>();
         const int64_t row = int64_t(p.n_head_kv) * p.head_dim;
         const ops::NodeInfo info{graph.nodes[step.node].name, graph.nodes[step.node].op, {}, step.params};
+        if (p.layer < 0 || p.layer >= n_attention)
+            throw ops::PlanError(info, "attribute 'layer' is " + std::to_string(p.layer) + ", but the graph has " +
+                                           std::to_string(n_attention) + " attention nodes: number their layers 0 .. " +
+                                           std::to_string(n_attention - 1) + ", one each");
+        if (owner[size_t(p.layer)] >= 0)
+            throw ops::PlanError(info, "attribute 'layer' is " + std::to_string(p.layer) + ", which node '" +
+                                           graph.nodes[size_t(owner[size_t(p.layer)])].name +
+                                           "' already uses: each attention node needs a KV cache layer of its own");
+        owner[size_t(p.layer)] = step.node;
         if (kv.row != 0 && row != kv.row)
             throw ops::PlanError(info, "KV rows of " + std::to_string(row) + " floats, other layers use " +
                                            std::to_string(kv.row));
