@@ -35,6 +35,14 @@ void softmax_in_place(Candidates& c) {
     for (const TokenCandidate& t : c.data) max_logit = std::max(max_logit, t.logit);
     if (!(max_logit > -std::numeric_limits<float>::infinity()))
         throw std::invalid_argument("[sampler] every candidate logit is -inf; nothing can be sampled");
+    if (max_logit == std::numeric_limits<float>::infinity()) {
+        // Logits that overflowed (a tiny temperature divides them): exp(l - max) would be NaN for
+        // them; the limit of the softmax is an even split among the infinite ones.
+        const auto n_top = std::count_if(c.data.begin(), c.data.end(),
+                                         [&](const TokenCandidate& t) { return t.logit == max_logit; });
+        for (TokenCandidate& t : c.data) t.p = t.logit == max_logit ? 1.0f / static_cast<float>(n_top) : 0.0f;
+        return;
+    }
     float sum = 0.0f;
     for (TokenCandidate& t : c.data) {
         t.p = std::exp(t.logit - max_logit);
@@ -196,22 +204,25 @@ int32_t sampler_dist(Candidates& c, std::mt19937& rng) {
 }
 
 void sampler_validate(const SamplerParams& p) {
-    if (std::isnan(p.temperature)) bad_param("temperature", "NaN", "a number (<= 0 means greedy)");
+    if (std::isnan(p.temperature) || p.temperature == std::numeric_limits<float>::infinity())
+        bad_param("temperature", fmt(p.temperature), "a finite number (<= 0 means greedy)");
     if (p.top_k < 0) bad_param("top_k", std::to_string(p.top_k), "a value >= 0 (0 disables it)");
     if (!(p.top_p >= 0.0f && p.top_p <= 1.0f))
         bad_param("top_p", fmt(p.top_p), "a value in [0, 1] (1 disables it)");
     if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
         bad_param("min_p", fmt(p.min_p), "a value in [0, 1] (0 disables it)");
-    if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty))
-        bad_param("repeat_penalty", fmt(p.repeat_penalty), "a finite value > 0 (1 disables it)");
+    // Penalties beyond kMaxPenalty change no ranking further, but overflow logits to -inf.
+    if (!(p.repeat_penalty > 0.0f && p.repeat_penalty <= kMaxPenalty))
+        bad_param("repeat_penalty", fmt(p.repeat_penalty),
+                  "a value > 0 and at most " + fmt(kMaxPenalty) + " (1 disables it)");
     if (p.repeat_last_n < -1 || p.repeat_last_n > kMaxRepeatLastN)
         bad_param("repeat_last_n", std::to_string(p.repeat_last_n),
                   "a value from -1 to " + std::to_string(kMaxRepeatLastN) +
                       " (0 disables penalties, -1 uses all tokens since reset)");
-    if (!std::isfinite(p.frequency_penalty))
-        bad_param("frequency_penalty", fmt(p.frequency_penalty), "a finite value");
-    if (!std::isfinite(p.presence_penalty))
-        bad_param("presence_penalty", fmt(p.presence_penalty), "a finite value");
+    if (!(std::fabs(p.frequency_penalty) <= kMaxPenalty))
+        bad_param("frequency_penalty", fmt(p.frequency_penalty), "a value from -" + fmt(kMaxPenalty) + " to " + fmt(kMaxPenalty));
+    if (!(std::fabs(p.presence_penalty) <= kMaxPenalty))
+        bad_param("presence_penalty", fmt(p.presence_penalty), "a value from -" + fmt(kMaxPenalty) + " to " + fmt(kMaxPenalty));
     if (p.seed > 0xFFFFFFFFull)
         bad_param("seed", std::to_string(p.seed), "a 32-bit value (0xFFFFFFFF picks a random seed)");
 }

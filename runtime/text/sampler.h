@@ -69,17 +69,20 @@ inline constexpr uint64_t kSamplerRandomSeed = 0xFFFFFFFF;
 
 // The longest penalty window (repeat_last_n): the history is kept in a vector shifted per token.
 inline constexpr int32_t kMaxRepeatLastN = 1 << 20;
+// The largest |penalty| (repeat, frequency, presence): larger ones rank nothing differently but
+// overflow ordinary logits to -inf.
+inline constexpr float kMaxPenalty = 1e4f;
 
 struct SamplerParams {
-    float temperature = 0.8f;     // <= 0: greedy
+    float temperature = 0.8f;     // <= 0: greedy; finite
     int32_t top_k = 40;           // 0: off; must not be negative
     float top_p = 0.95f;          // in [0, 1]; 1: off
     float min_p = 0.05f;          // in [0, 1]; 0: off
-    float repeat_penalty = 1.0f;  // > 0; 1: off
+    float repeat_penalty = 1.0f;  // in (0, kMaxPenalty]; 1: off
     int32_t repeat_last_n = 64;   // tokens of history the penalties see; 0: off, -1: all since reset;
                                   // at most kMaxRepeatLastN
-    float frequency_penalty = 0.0f;
-    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;  // in [-kMaxPenalty, kMaxPenalty]
+    float presence_penalty = 0.0f;   // in [-kMaxPenalty, kMaxPenalty]
     uint64_t seed = kSamplerRandomSeed;  // seeds std::mt19937, so at most 32 bits
 };
 
@@ -92,6 +95,8 @@ class Sampler {
 
     // Picks a token from logits (n_vocab). Does not record it: call accept() with the token that
     // is actually fed back (and with the prompt tokens, which the penalties count as well).
+    // Throws std::invalid_argument for a NaN logit, or when every candidate is -inf after the
+    // penalties (nothing can be sampled).
     int32_t sample(std::span<const float> logits);
     void accept(int32_t token);
     // Forgets the history and restarts the RNG from the same seed, so a rerun repeats itself.
