@@ -5,7 +5,21 @@
 #include <cstdlib>
 #include <string_view>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace graphrun::ops {
+
+namespace {
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID leaf 1, ECX bit 29. (clang 14's __builtin_cpu_supports does not know "f16c"; the fuzz build uses clang.)
+bool cpu_has_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+}  // namespace
 
 const CpuFeatures& cpu_features() {
     static const CpuFeatures features = [] {
@@ -13,7 +27,7 @@ const CpuFeatures& cpu_features() {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_cpu_init();
         f.avx2 =
-            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
         f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                    __builtin_cpu_supports("avx512vnni");

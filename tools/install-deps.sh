@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tools/install-deps.sh — installs the Debian packages graphrun needs, only those missing.
-# Usage: bash tools/install-deps.sh [--no-tests] [--parity] [--train]
+# Usage: bash tools/install-deps.sh [--no-tests] [--parity] [--train] [--fuzz]
 #   --no-tests  leaves out GoogleTest and Google Benchmark (a -DGRAPHRUN_BUILD_TESTS=OFF build)
 #   --parity    adds Node.js, for the llama.cpp reference the tests compare against
 #   --train     adds PyTorch, SentencePiece, OpenBLAS and the King James Bible, for tools/train/
+#   --fuzz      adds clang and its runtime libraries (libFuzzer, sanitizers), for tools/fuzz.sh
 set -euo pipefail
 
 packages=(g++ cmake make libeigen3-dev libtbb-dev nlohmann-json3-dev libcli11-dev libicu-dev)
@@ -14,7 +15,8 @@ for flag in "$@"; do
     --parity) command -v node >/dev/null || packages+=(nodejs npm) ;;
     # Without libopenblas0-pthread, Debian's torch multiplies on the reference BLAS (~25x slower).
     --train) packages+=(python3-torch python3-sentencepiece python3-numpy libopenblas0-pthread bible-kjv) ;;
-    *) echo "install-deps: unknown option $flag (known: --no-tests --parity --train)" >&2; exit 2 ;;
+    --fuzz) packages+=(clang libclang-rt-dev) ;;
+    *) echo "install-deps: unknown option $flag (known: --no-tests --parity --train --fuzz)" >&2; exit 2 ;;
   esac
 done
 

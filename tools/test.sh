@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/test.sh — the README's second command (and CI's): install what is missing, build with
 # warnings as errors, set up the llama.cpp reference (node-llama-cpp from npm), run every test;
-# then build the suite again with AddressSanitizer + UndefinedBehaviorSanitizer and run it there.
-# GRAPHRUN_NO_SANITIZE=1 skips the second pass (for a quick local run).
+# then build the suite again with AddressSanitizer + UndefinedBehaviorSanitizer and run it there;
+# then build the libFuzzer targets with clang and run each for 60 s on its seeds (docs/security.md).
+# GRAPHRUN_NO_SANITIZE=1 skips the second pass and GRAPHRUN_NO_FUZZ=1 the third (for a quick local run).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GRAPHRUN_BUILD_DIR:-$root/build-test}"
@@ -29,4 +30,10 @@ if [[ "${GRAPHRUN_NO_SANITIZE:-0}" != 1 ]]; then
   cmake --build "$asan" -j"$jobs" --target graphrun graphrun_tests
   # The llama.cpp comparisons already ran above; here the sanitizers look at graphrun's own code.
   (cd "$asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -E "LlamaCpp|ParityReference")
+fi
+
+if [[ "${GRAPHRUN_NO_FUZZ:-0}" != 1 ]]; then
+  echo "== fuzz targets, ${GRAPHRUN_FUZZ_SECONDS:-60} s each under ASan + UBSan =="
+  # Any crash, sanitizer report, leak or timeout fails the run (and so CI); tools/fuzz.sh says which input.
+  GRAPHRUN_FUZZ_BUILD_DIR="$build-fuzz" bash "$root/tools/fuzz.sh" all "${GRAPHRUN_FUZZ_SECONDS:-60}"
 fi

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# tools/fuzz.sh — build the libFuzzer targets with clang (ASan + UBSan) and run them on their corpora.
+#
+#   bash tools/fuzz.sh TARGET SECONDS [libFuzzer options...]   one target: gguf, graph, tokenizer, sampler
+#   bash tools/fuzz.sh all SECONDS                             every target, as many at once as there are cores
+#
+# The seeds are fuzz/corpus/TARGET (small valid inputs, in the repo); what the fuzzer finds new goes
+# to BUILD/corpus/TARGET, never into the repo. Any crash, sanitizer report, leak, timeout (10 s for
+# one input) or memory blow-up (2 GiB) fails the run; its input is saved in BUILD/findings/TARGET/
+# and named in the output. To keep a finding as a regression seed, fix the bug and copy the input
+# into fuzz/corpus/TARGET/. BUILD is $GRAPHRUN_FUZZ_BUILD_DIR, default build-fuzz in the checkout.
+# The last line of each run says: runs, seconds, coverage (cov: edges, ft: features), corpus size.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${GRAPHRUN_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+targets=(gguf graph tokenizer sampler)
+
+usage() { echo "usage: bash tools/fuzz.sh {$(IFS='|'; echo "${targets[*]}")|all} SECONDS [libFuzzer options]" >&2; exit 2; }
+[[ $# -ge 2 ]] || usage
+which="${1%_fuzz}" seconds="$2"
+shift 2
+[[ "$seconds" =~ ^[0-9]+$ ]] || usage
+if [[ "$which" == all ]]; then
+  selected=("${targets[@]}")
+else
+  [[ " ${targets[*]} " == *" $which "* ]] || usage
+  selected=("$which")
+fi
+
+bash "$root/tools/install-deps.sh" --fuzz
+export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-$(command -v ccache || true)}"
+cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_FUZZ=ON \
+  -DGRAPHRUN_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)" --target "${selected[@]/%/_fuzz}"
+
+max_len() {
+  case "$1" in
+    gguf) echo 65536 ;;
+    graph) echo 16384 ;;
+    *) echo 4096 ;;
+  esac
+}
+
+# One target; its log is BUILD/logs/TARGET.log, its summary one line on stdout.
+run_one() {
+  local t="$1" work="$build/corpus/$1" findings="$build/findings/$1" log="$build/logs/$1.log"
+  mkdir -p "$work" "$findings" "$build/logs"
+  local status=0
+  ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:abort_on_error=0" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    "$build/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
+      -print_final_stats=1 -artifact_prefix="$findings/" "${@:2}" "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1 || status=$?
+  local last runs
+  last="$(grep -E '^#[0-9]+' "$log" | tail -1 || true)"
+  runs="$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo '?')"
+  if [[ $status -ne 0 ]]; then
+    echo "fuzz $t: FAILED (exit $status) after ${runs} runs; see $log" >&2
+    grep -E 'ERROR|runtime error|undocumented|Test unit written|SUMMARY' "$log" | head -20 >&2 || true
+    return 1
+  fi
+  echo "fuzz $t: ${runs} runs in ${seconds} s; last status: ${last:-none}"
+}
+
+failed=0
+jobs="$(nproc)"
+pids=() names=()
+for t in "${selected[@]}"; do
+  run_one "$t" "$@" &
+  pids+=($!) names+=("$t")
+  if (( ${#pids[@]} >= jobs )); then
+    wait "${pids[0]}" || failed=1
+    pids=("${pids[@]:1}") names=("${names[@]:1}")
+  fi
+done
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+exit "$failed"
