@@ -1,4 +1,5 @@
-// tests/data_files_test.cpp — where graphrun finds its graphs and model (graph/data_files.h).
+// tests/data_files_test.cpp — where graphrun finds its graphs and model (graph/data_files.h), and
+// what `graphrun --version` says.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -6,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <regex>
 
 #include "graph/data_files.h"
 #include "graph/graph.h"
@@ -101,6 +103,27 @@ TEST(DataFiles, DefaultModelRunsWithoutDashM) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out, ::testing::StartsWith("And God said"));
     EXPECT_THAT(r.err, HasSubstr((kSource / "models/kjv-q8_0.gguf").string()));
+}
+
+TEST(Version, NamesVersionCommitCompilerSimdAndData) {
+    test::ProcessResult r = run_graphrun_here({"--version"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, ::testing::StartsWith("graphrun "));
+    std::smatch commit;
+    ASSERT_TRUE(std::regex_search(r.out, commit, std::regex("\ncommit +(\\S+)"))) << r.out;
+    // Built from a git checkout, the commit is known; from a tarball it is "unknown".
+    if (fs::exists(kSource / ".git")) {
+        EXPECT_TRUE(std::regex_match(commit[1].str(), std::regex("[0-9a-f]{12}"))) << r.out;
+    }
+    EXPECT_THAT(r.out, ::testing::ContainsRegex("\ncompiler +(GCC|clang) "));
+    EXPECT_THAT(r.out, ::testing::ContainsRegex("\nsimd +this CPU runs scalar.*; kernels use (scalar|avx2|avx512)"));
+    EXPECT_THAT(r.out, HasSubstr("\ndata      " + kSource.string() + " (the checkout the build tree"));
+}
+
+TEST(Version, SimdCapIsShown) {
+    test::ProcessResult r = run_graphrun_here({"--version"}, "GRAPHRUN_SIMD=scalar");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("kernels use scalar (GRAPHRUN_SIMD=scalar)"));
 }
 
 }  // namespace

@@ -13,5 +13,6 @@ void register_inspect(CLI::App& app);
 void register_make_model(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_tokenize(CLI::App& app);
+void register_version(CLI::App& app);  // --version
 
 }  // namespace graphrun::tools

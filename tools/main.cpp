@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     graphrun::tools::register_make_model(app);
     graphrun::tools::register_quantize(app);
     graphrun::tools::register_tokenize(app);
+    graphrun::tools::register_version(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
