@@ -1,5 +1,6 @@
 // tests/data_files_test.cpp — where graphrun finds its graphs and model (graph/data_files.h), and
-// what `graphrun --version` says.
+// what `graphrun --version` says. The installed layout itself is tested on the .deb by
+// tests/package_test.sh (ctest PackageInstall).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

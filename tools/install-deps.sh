@@ -7,7 +7,8 @@
 #   --fuzz      adds clang and its runtime libraries (libFuzzer, sanitizers), for tools/fuzz.sh
 set -euo pipefail
 
-packages=(g++ cmake make libeigen3-dev libtbb-dev nlohmann-json3-dev libcli11-dev libicu-dev)
+# dpkg-dev and file: cpack -G DEB (dpkg-shlibdeps) declares the package's library dependencies with them.
+packages=(g++ cmake make libeigen3-dev libtbb-dev nlohmann-json3-dev libcli11-dev libicu-dev dpkg-dev file)
 [[ " $* " == *" --no-tests "* ]] || packages+=(libgtest-dev libgmock-dev libbenchmark-dev)
 for flag in "$@"; do
   case "$flag" in
