@@ -148,8 +148,83 @@ TEST(BpeEncode, RoundTripsAnyText) {
 }
 
 TEST(BpeLoad, RefusesUnknownPreTokenizer) {
-    const std::string msg = tokenizer_test::load_error(hello_vocab().writer("llama-bpe"));
-    EXPECT_THAT(msg, HasSubstr("<file>: tokenizer.ggml.pre is 'llama-bpe'"));
+    const std::string msg = tokenizer_test::load_error(hello_vocab().writer("falcon"));
+    EXPECT_THAT(msg,
+                HasSubstr("<file>: tokenizer.ggml.pre is 'falcon', a pre-tokenizer graphrun does not "
+                          "implement; it knows default, gpt-2, gpt2, llama-bpe, llama3, llama-v3, qwen2, "
+                          "deepseek-r1-qwen, smollm"));
+    for (const char* known : {"llama-bpe", "qwen2", "smollm", "default", "gpt-2"})
+        EXPECT_NO_THROW(tokenizer_test::load(hello_vocab().writer(known))) << known;
+}
+
+TEST(BpeLoad, Llama3AddsBosUnlessTheFileSaysNot) {
+    const BpeVocab v(Merges{}, {{"<|begin_of_text|>", 3}});
+    GgufWriter w = v.writer("llama-bpe");
+    w.set_u32("tokenizer.ggml.bos_token_id", uint32_t(v.id("<|begin_of_text|>")));
+    const Tokenizer llama3 = tokenizer_test::load(w);
+    EXPECT_TRUE(llama3.add_bos());
+    EXPECT_EQ(llama3.encode("a", llama3.add_bos()), (std::vector<int32_t>{v.id("<|begin_of_text|>"), 'a'}));
+    EXPECT_EQ(llama3.decode(llama3.encode("a", true)), "a") << "BOS decodes to nothing without specials";
+    EXPECT_EQ(llama3.decode(llama3.encode("a", true), true), "<|begin_of_text|>a");
+    w.set_bool("tokenizer.ggml.add_bos_token", false);
+    EXPECT_FALSE(tokenizer_test::load(w).add_bos());
+    EXPECT_FALSE(tokenizer_test::load(v.writer("qwen2")).add_bos()) << "only llama-bpe adds BOS by default";
+}
+
+// With ignore_merges (Llama 3), a word that is a token is that token even if no merge builds it.
+TEST(BpeEncode, Llama3IgnoresMergesForWholeWords) {
+    const BpeVocab v(Merges{{"a", "b"}}, {{"abc", 1}});
+    EXPECT_EQ(tokenizer_test::load(v.writer("llama-bpe")).encode("abc", false),
+              (std::vector<int32_t>{v.id("abc")}));
+    EXPECT_EQ(tokenizer_test::load(v.writer("qwen2")).encode("abc", false),
+              (std::vector<int32_t>{v.id("ab"), 'c'}));
+}
+
+// llama.cpp's clean_up_tokenization_spaces, on for default, gpt-2 and llama-bpe, off for qwen2 and smollm.
+TEST(BpeDecode, CleansUpSpacesAsLlamaCppDoes) {
+    const std::string text = "Hi , you . Ok ? No ! it ' s I 'm we 're they 've he 'd we 'll don 't";
+    const Tokenizer gpt2 = tokenizer_test::load(hello_vocab().writer("gpt-2"));
+    EXPECT_EQ(gpt2.decode(gpt2.encode(text, false)),
+              "Hi, you. Ok? No! it's I'm we're they've he 'd we 'll don 't");
+    const Tokenizer llama3 = tokenizer_test::load(hello_vocab().writer("llama-bpe"));
+    EXPECT_EQ(llama3.decode(llama3.encode(text, false)), gpt2.decode(gpt2.encode(text, false)));
+    for (const char* pre : {"qwen2", "smollm"}) {
+        const Tokenizer tok = tokenizer_test::load(hello_vocab().writer(pre));
+        EXPECT_EQ(tok.decode(tok.encode(text, false)), text) << pre;
+    }
+    // The character after " ' " does not count as preceded by a space: " ' 's" keeps its apostrophes' space.
+    EXPECT_EQ(gpt2.decode(gpt2.encode("a ' 's", false)), "a''s");
+    // Streaming never cleans up.
+    TokenTextStream stream(gpt2);
+    std::string streamed;
+    for (const int32_t id : gpt2.encode("Hi , you .", false)) streamed += stream.push(id);
+    EXPECT_EQ(streamed + stream.flush(), "Hi , you .");
+}
+
+// The tokens that end generation, and the types llama.cpp overrides by token text.
+TEST(BpeLoad, EndOfGenerationAndFimTokensAsLlamaCpp) {
+    const BpeVocab v(Merges{}, {{"<|endoftext|>", 3},
+                                {"<|im_end|>", 3},
+                                {"<|fim_prefix|>", 4},
+                                {"<|fim_pad|>", 4},
+                                {"<|file_sep|>", 4},
+                                {"<think>", 4}});
+    GgufWriter w = v.writer("qwen2");
+    w.set_u32("tokenizer.ggml.eos_token_id", uint32_t(v.id("<|im_end|>")));
+    const Tokenizer tok = tokenizer_test::load(w);
+    const auto eog = tok.end_of_generation();
+    EXPECT_EQ(std::vector<int32_t>(eog.begin(), eog.end()),
+              (std::vector<int32_t>{v.id("<|endoftext|>"), v.id("<|im_end|>"), v.id("<|fim_pad|>"),
+                                    v.id("<|file_sep|>")}));
+    EXPECT_FALSE(tok.is_end_of_generation(v.id("<|fim_prefix|>")));
+    // Fill-in-the-middle tokens become control tokens: plain text no longer matches them.
+    EXPECT_TRUE(tok.is_control(v.id("<|fim_prefix|>")));
+    const std::vector<int32_t> plain = tok.encode("<|fim_prefix|>", false);
+    EXPECT_EQ(std::count(plain.begin(), plain.end(), v.id("<|fim_prefix|>")), 0);
+    EXPECT_EQ(tok.encode("<|fim_prefix|>", false, true), (std::vector<int32_t>{v.id("<|fim_prefix|>")}));
+    // Other user-defined tokens still match in plain text.
+    EXPECT_TRUE(tok.is_user_defined(v.id("<think>")));
+    EXPECT_EQ(tok.encode("<think>a", false), (std::vector<int32_t>{v.id("<think>"), 'a'}));
 }
 
 TEST(BpeLoad, RefusesBadMerges) {

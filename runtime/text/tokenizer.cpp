@@ -1,7 +1,8 @@
 // runtime/text/tokenizer.cpp — loading and validating a GGUF file's vocabulary (tokenizer.ggml.*).
 //
 // Defaults follow llama.cpp: "llama" vocabularies have BOS 1, EOS 2, UNK 0, add BOS and prefix a
-// space; "gpt2" ones have BOS = EOS = 11 and add neither. A default id outside the vocabulary is
+// space; "gpt2" ones have BOS = EOS = 11 and add neither, except that the Llama 3 pre-tokenizer adds
+// BOS (tokenizer.ggml.add_bos_token decides in every case). A default id outside the vocabulary is
 // dropped quietly; an id the file states outside it is refused. Everything the encoders index is
 // checked here, so they never look past an array's end.
 #include "runtime/text/tokenizer.h"
@@ -30,6 +31,21 @@ constexpr const char* kTokens = "tokenizer.ggml.tokens";
 constexpr const char* kScores = "tokenizer.ggml.scores";
 constexpr const char* kTypes = "tokenizer.ggml.token_type";
 constexpr const char* kMerges = "tokenizer.ggml.merges";
+
+// The tokenizer.ggml.pre names graphrun implements, with what llama.cpp sets for each
+// (llama-vocab.cpp): the pre-tokenizer and whether detokenizing cleans up spaces.
+struct PreTokenizerName {
+    const char* name;
+    PreTokenizer pre;
+    bool clean_spaces;
+};
+constexpr PreTokenizerName kPreTokenizers[] = {
+    {"default", PreTokenizer::Default, true}, {"gpt-2", PreTokenizer::Gpt2, true},
+    {"gpt2", PreTokenizer::Gpt2, true},       {"llama-bpe", PreTokenizer::Llama3, true},
+    {"llama3", PreTokenizer::Llama3, true},   {"llama-v3", PreTokenizer::Llama3, true},
+    {"qwen2", PreTokenizer::Qwen2, false},    {"deepseek-r1-qwen", PreTokenizer::Qwen2, false},
+    {"smollm", PreTokenizer::Smollm, false},
+};
 
 // "key[i]", built by appending: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string temporaries.
 std::string element(const char* key, size_t i) {
@@ -181,13 +197,18 @@ class Loader {
 
     void load_bpe(Vocab& vocab) const {
         const std::string pre = string(kPre).value_or("default");
-        if (pre == "default") {
-            vocab.pre = PreTokenizer::Default;
-        } else if (pre == "gpt-2" || pre == "gpt2") {
-            vocab.pre = PreTokenizer::Gpt2;
-        } else {
-            fail(kPre, "is '" + pre + "': graphrun implements only the 'default' and 'gpt-2' pre-tokenizers");
+        const PreTokenizerName* known = nullptr;
+        for (const PreTokenizerName& p : kPreTokenizers)
+            if (pre == p.name) known = &p;
+        if (!known) {
+            std::string names;
+            for (const PreTokenizerName& p : kPreTokenizers)
+                names += std::string(names.empty() ? "" : ", ") + p.name;
+            fail(kPre, "is '" + pre + "', a pre-tokenizer graphrun does not implement; it knows " + names);
         }
+        vocab.pre = known->pre;
+        vocab.ignore_merges = known->pre == PreTokenizer::Llama3;
+        vocab.clean_spaces = known->clean_spaces;
 
         const GgufValue* merges = array(kMerges, {GgufType::STRING});
         if (!merges) fail(kMerges, "is missing (a 'gpt2' vocabulary needs it)");
@@ -217,27 +238,83 @@ class Loader {
         token_id("tokenizer.ggml.eot_token_id", n, vocab.eot);
         token_id("tokenizer.ggml.eom_token_id", n, vocab.eom);
 
-        // As llama.cpp: without an explicit EOT, a token with a well-known end-of-turn text is it,
-        // and such a token is a control token whatever the file says.
-        const auto detect = [&](int32_t& id, std::initializer_list<const char*> texts) {
-            if (id >= 0) return;
-            for (const char* t : texts) {
-                const auto it = vocab.id_of.find(std::string_view(t));
-                if (it != vocab.id_of.end() && (id < 0 || it->second < id)) id = it->second;
-            }
-            if (id >= 0) vocab.type[id] = TokenType::Control;
-        };
-        detect(vocab.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                           "<|end_of_text|>", "<EOT>", "_<EOT>"});
-        detect(vocab.eom, {"<|eom_id|>"});
+        detect_by_text(vocab);
 
         const bool spm = vocab.model == VocabModel::Spm;
-        vocab.add_bos = boolean("tokenizer.ggml.add_bos_token").value_or(spm);
+        // llama.cpp turns BOS on for SentencePiece and for the Llama 3 pre-tokenizer; the key decides.
+        const bool bos_by_default =
+            spm || (vocab.model == VocabModel::Bpe && vocab.pre == PreTokenizer::Llama3);
+        vocab.add_bos = boolean("tokenizer.ggml.add_bos_token").value_or(bos_by_default);
         if (vocab.add_bos && vocab.bos < 0)
             fail("tokenizer.ggml.add_bos_token", "is true but the vocabulary has no BOS token");
         // Only SentencePiece prefixes a space; llama.cpp's BPE encoder ignores the key.
         const std::optional<bool> prefix = boolean("tokenizer.ggml.add_space_prefix");
         vocab.add_space_prefix = spm && prefix.value_or(true);
+    }
+
+    // What llama.cpp finds by token text because converters do not write it (llama-vocab.cpp):
+    // EOT and EOM when no key names them, the fill-in-the-middle tokens, and the set of tokens that
+    // end generation. Every token found so is a control token whatever the file says, so that its
+    // text in a prompt is plain text unless specials are parsed, and it decodes to "" unless asked.
+    void detect_by_text(Vocab& vocab) const {
+        const auto find = [&](std::initializer_list<const char*> texts) {
+            int32_t id = -1;  // the lowest id among the texts present
+            for (const char* t : texts) {
+                const auto it = vocab.id_of.find(std::string_view(t));
+                if (it != vocab.id_of.end() && (id < 0 || it->second < id)) id = it->second;
+            }
+            if (id >= 0) vocab.type[id] = TokenType::Control;
+            return id;
+        };
+        if (vocab.eot < 0)
+            vocab.eot = find({"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                              "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>",
+                              "<end_of_utterance>"});
+        if (vocab.eom < 0) vocab.eom = find({"<|eom_id|>"});
+        // Fill-in-the-middle: prefix, suffix, middle, then pad, repository and file separator, which
+        // also end generation.
+        find({"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>",
+              "<|code_prefix|>", "<|prefix|>"});
+        find({"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>",
+              "<|code_suffix|>", "<|suffix|>"});
+        find({"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>",
+              "<|code_middle|>", "<|middle|>"});
+        std::vector<int32_t> eog;
+        for (const int32_t id :
+             {find({"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}),
+              find({"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}),
+              find({"<|file_sep|>"}), vocab.eos, vocab.eot, vocab.eom})
+            if (id >= 0) eog.push_back(id);
+
+        // Each of these texts, not only the lowest id among them.
+        const auto add_each = [&](std::initializer_list<const char*> texts) {
+            for (const char* t : texts)
+                if (const int32_t id = find({t}); id >= 0) eog.push_back(id);
+        };
+        // clang-format off
+        add_each({"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+                  "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+                  "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+                  "<｜end▁of▁sentence｜>", "[e~["});
+        // clang-format on
+        std::sort(eog.begin(), eog.end());
+        eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+        // llama.cpp's two exceptions: with <|return|> and <|call|> (or <|calls|> and <|flush|>),
+        // <|end|> ends a message, not generation; with <|tool_response>, </s> is ordinary text.
+        const auto has = [&](const char* t) {
+            const auto it = vocab.id_of.find(std::string_view(t));
+            return it != vocab.id_of.end() && std::binary_search(eog.begin(), eog.end(), it->second);
+        };
+        const auto demote = [&](const char* t, TokenType type) {
+            const int32_t id = vocab.id_of.find(std::string_view(t))->second;
+            eog.erase(std::find(eog.begin(), eog.end(), id));
+            vocab.type[id] = type;
+        };
+        if (has("<|end|>") &&
+            ((has("<|return|>") && has("<|call|>")) || (has("<|calls|>") && has("<|flush|>"))))
+            demote("<|end|>", TokenType::UserDefined);
+        if (has("</s>") && has("<|tool_response>")) demote("</s>", TokenType::Normal);
+        vocab.end_of_generation = std::move(eog);
     }
 
     const GgufFile& file_;
@@ -318,7 +395,11 @@ bool Tokenizer::add_bos() const {
 }
 
 bool Tokenizer::is_end_of_generation(int32_t id) const {
-    return id >= 0 && (id == vocab_->eos || id == vocab_->eot || id == vocab_->eom);
+    return std::binary_search(vocab_->end_of_generation.begin(), vocab_->end_of_generation.end(), id);
+}
+
+std::span<const int32_t> Tokenizer::end_of_generation() const {
+    return vocab_->end_of_generation;
 }
 
 const std::string& Tokenizer::token_text(int32_t id) const {
@@ -326,6 +407,14 @@ const std::string& Tokenizer::token_text(int32_t id) const {
         throw TokenizerError(vocab_->path + ": token id " + std::to_string(id) +
                              " is outside the vocabulary of " + std::to_string(n_vocab()));
     return vocab_->text[id];
+}
+
+bool Tokenizer::is_control(int32_t id) const {
+    return id >= 0 && id < n_vocab() && vocab_->type[id] == TokenType::Control;
+}
+
+bool Tokenizer::is_user_defined(int32_t id) const {
+    return id >= 0 && id < n_vocab() && vocab_->type[id] == TokenType::UserDefined;
 }
 
 }  // namespace graphrun

@@ -5,11 +5,13 @@
 //            (tokenizer.ggml.add_space_prefix, default true), then adjacent pieces are merged by
 //            score, highest first; characters no piece covers fall back to <0xNN> byte tokens.
 //   "gpt2":  byte-level BPE. Text is split into words by the pre-tokenizer (tokenizer.ggml.pre:
-//            absent or "default", or "gpt-2"), bytes are mapped to GPT-2's printable alphabet, and
-//            pairs merge by rank in tokenizer.ggml.merges.
-// Control, unknown and byte tokens never come out of plain text; with parse_special, the texts of
-// control tokens in the input (e.g. "<s>") become those tokens. User-defined tokens are always
-// matched verbatim, as in llama.cpp.
+//            "default" (or absent), "gpt-2", "llama-bpe" (Llama 3), "qwen2", "smollm"; see
+//            tokenizer_internal.h and docs/tokenizers.md), bytes are mapped to GPT-2's printable
+//            alphabet, and pairs merge by rank in tokenizer.ggml.merges.
+// Control and unknown tokens never come out of plain text; with parse_special, the texts of control
+// tokens in the input (e.g. "<s>", "<|im_start|>") become those tokens. User-defined tokens are
+// always matched verbatim, as in llama.cpp. Tokens llama.cpp recognises by their text (end of turn,
+// fill-in-the-middle) are control tokens whatever the file says, as there.
 //
 // Loading validates everything (files come from strangers): a bad vocabulary throws TokenizerError
 // "<path>: <key> ...". A loaded Tokenizer is immutable and safe to share between threads.
@@ -58,15 +60,24 @@ class Tokenizer {
     // llama.cpp's detokenizer differs in one detail: it keeps that space when a BOS comes first.
     // BPE vocabularies prefix nothing and strip nothing: decode(encode(x, false)) == x for valid
     // UTF-8 x when all 256 byte symbols are in the vocabulary (llama.cpp drops bytes that have none,
-    // and reads invalid UTF-8 as U+FFFD).
+    // and reads invalid UTF-8 as U+FFFD), except that the pre-tokenizers for which llama.cpp cleans
+    // up spaces (default, gpt-2, llama-bpe) remove them as it does: " ?", " !", " .", " ," lose the
+    // space, " ' " loses both, " 's", " 'm", " 're", " 've" lose theirs. token_to_piece and
+    // TokenTextStream never clean up (llama.cpp's streaming does not either).
     std::string decode(std::span<const int32_t> ids, bool special = false) const;
 
     int32_t n_vocab() const;
     int32_t bos() const;   // -1 when the vocabulary has none
     int32_t eos() const;   // -1 when the vocabulary has none
     bool add_bos() const;  // whether the model expects BOS first (tokenizer.ggml.add_bos_token)
-    bool is_end_of_generation(int32_t id) const;      // EOS, EOT or EOM
+    // EOS, EOT, EOM and the other tokens llama.cpp's EOG set holds (e.g. both <|endoftext|> and
+    // <|im_end|> for Qwen); ascending ids.
+    bool is_end_of_generation(int32_t id) const;
+    std::span<const int32_t> end_of_generation() const;
     const std::string& token_text(int32_t id) const;  // the vocabulary's raw text for id
+    // Token types as the encoder uses them (after the types llama.cpp overrides by token text).
+    bool is_control(int32_t id) const;       // control: plain text never gives it, decodes to ""
+    bool is_user_defined(int32_t id) const;  // user-defined: matched verbatim even in plain text
 
   private:
     explicit Tokenizer(std::shared_ptr<const tokenizer_detail::Vocab> vocab) : vocab_(std::move(vocab)) {}

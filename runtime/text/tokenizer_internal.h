@@ -28,12 +28,18 @@ enum class TokenType : uint8_t {
 
 enum class VocabModel { Spm, Bpe };  // tokenizer.ggml.model "llama" / "gpt2"
 
-// How a BPE vocabulary splits text into words before merging (tokenizer.ggml.pre).
-//   Gpt2:    GPT-2's regex 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//   Default: llama.cpp's fallback when the key is absent or "default": runs of punctuation
-//            [\p{P}$+<=>^~|]+ are split off first, then the GPT-2 split, then runs of \p{N}, then
-//            groups of three ASCII digits — each step splitting the pieces of the step before.
-enum class PreTokenizer { Default, Gpt2 };
+// How a BPE vocabulary splits text into words before merging (tokenizer.ggml.pre), as llama.cpp
+// applies each name (tokenizer_pretokenize.cpp has the matchers):
+//   Default ("default" or no key): punctuation runs [\p{P}$+<=>^~|]+ split off first, then the GPT-2
+//            split, then runs of \p{N}, then groups of three ASCII digits, each step splitting the
+//            pieces of the step before.
+//   Gpt2 ("gpt-2"): 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//   Llama3 ("llama-bpe", "llama3", "llama-v3"): (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+
+//            |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ ; whole words that are
+//            tokens skip the merges (ignore_merges), BOS is added by default.
+//   Qwen2 ("qwen2", "deepseek-r1-qwen"): Llama3's regex with single digits \p{N}.
+//   Smollm ("smollm"): every \p{N} character alone, then the GPT-2 split.
+enum class PreTokenizer { Default, Gpt2, Llama3, Qwen2, Smollm };
 
 // Lets maps keyed by std::string be searched with a std::string_view without a copy.
 struct StringHash {
@@ -52,6 +58,8 @@ struct Vocab {
     std::string path;  // the file it came from, for error messages
     VocabModel model = VocabModel::Spm;
     PreTokenizer pre = PreTokenizer::Default;
+    bool ignore_merges = false;  // BPE: a word that is a token as a whole is emitted as that token
+    bool clean_spaces = false;   // BPE: decode() removes spaces before punctuation, as llama.cpp does
 
     std::vector<std::string> text;  // id -> token text as stored (SPM: spaces as U+2581; BPE: GPT-2 alphabet)
     std::vector<float> score;       // id -> SPM merge priority (higher merges first)
@@ -63,6 +71,9 @@ struct Vocab {
     std::unordered_map<std::pair<std::string, std::string>, int32_t, PairHash> merge_rank;
 
     int32_t bos = -1, eos = -1, unk = -1, eot = -1, eom = -1;
+    // Every token that ends generation (llama.cpp's EOG set): EOS, EOT, EOM, the FIM pad/repo/file
+    // separator tokens, and the tokens with well-known end-of-turn texts. Ascending ids.
+    std::vector<int32_t> end_of_generation;
     bool add_bos = false;
     bool add_space_prefix = false;  // SPM: prefix a space to text at the start and after special tokens
 
@@ -97,8 +108,11 @@ inline size_t utf8_len_from_lead(uint8_t lead) {
     return kLen[lead >> 4];
 }
 
-// Code points of `text`; each byte that does not start a well-formed sequence becomes U+FFFD
-// (llama.cpp's rule: the lead byte is skipped and decoding resumes at the next byte).
+// Code points of `text`; each byte that does not start a well-formed sequence becomes U+FFFD and
+// decoding resumes at the next byte (llama.cpp's rule). Well-formed is strict UTF-8: overlong forms
+// (C0 AF is not '/'), surrogates (ED A0 80) and values past U+10FFFF are ill-formed, one U+FFFD per
+// byte. llama.cpp's decoder accepts the first two and fails on the third; on all other input the
+// two agree.
 std::vector<uint32_t> decode_utf8_lossy(std::string_view text);
 void append_utf8(std::string& out, uint32_t cpt);
 

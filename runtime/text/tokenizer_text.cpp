@@ -92,8 +92,10 @@ std::string decode_piece(const Vocab& vocab, int32_t id) {
         }
         return out;
     }
-    // GPT-2 alphabet back to bytes; a character outside it is shown, as llama.cpp shows it.
-    for (const uint32_t cpt : decode_utf8_lossy(text)) {
+    // GPT-2 alphabet back to bytes; a character outside it is shown, as llama.cpp shows it (bytes
+    // that are not UTF-8 show as U+FFFD, so that no token turns overlong or stray bytes into text).
+    const std::vector<uint32_t> cpts = decode_utf8_lossy(text);
+    for (const uint32_t cpt : cpts) {
         const int byte = gpt2_cpt_to_byte(cpt);
         if (byte >= 0) {
             out += char(byte);
@@ -107,7 +109,8 @@ std::string decode_piece(const Vocab& vocab, int32_t id) {
             out += kHex[uint8_t(c) >> 4];
             out += kHex[uint8_t(c) & 15];
         }
-        out += text + "]";
+        for (const uint32_t c : cpts) append_utf8(out, c);
+        out += "]";
     }
     return out;
 }
@@ -152,6 +155,48 @@ std::string Tokenizer::token_to_piece(int32_t id, bool special) const {
     return vocab_->piece[id];
 }
 
+namespace {
+
+// llama.cpp's clean_up_tokenization_spaces, three passes over the detokenized bytes.
+std::string clean_up_spaces(const std::string& text) {
+    // " ?", " !", " .", " ,": the space goes.
+    std::string a;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (i > 0 && text[i - 1] == ' ' && (c == '?' || c == '!' || c == '.' || c == ',')) a.pop_back();
+        a += c;
+    }
+    // " ' ": both spaces go, and the character after them no longer counts as preceded by a space.
+    std::string b;
+    bool after_dropped = false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        const char c = a[i];
+        const bool space_before = i > 0 && a[i - 1] == ' ' && !after_dropped;
+        after_dropped = false;
+        if (c == '\'' && space_before && i + 1 < a.size() && a[i + 1] == ' ') {
+            b.pop_back();
+            b += c;
+            ++i;  // the space after it
+            after_dropped = true;
+            continue;
+        }
+        b += c;
+    }
+    // " 's", " 'm", " 're", " 've": the space goes (" 't", " 'd", " 'll" keep it, as in llama.cpp).
+    std::string out;
+    for (size_t i = 0; i < b.size(); ++i) {
+        const char c = b[i];
+        if (i > 0 && b[i - 1] == ' ' && c == '\'' && i + 1 < b.size()) {
+            const char c1 = b[i + 1], c2 = i + 2 < b.size() ? b[i + 2] : '\0';
+            if (c1 == 's' || c1 == 'm' || ((c1 == 'r' || c1 == 'v') && c2 == 'e')) out.pop_back();
+        }
+        out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool special) const {
     std::string out;
     bool strip_space = vocab_->add_space_prefix;  // the one encode() put in front of the text
@@ -163,7 +208,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool special) const 
         }
         out += piece;
     }
-    return out;
+    return vocab_->clean_spaces ? clean_up_spaces(out) : out;
 }
 
 std::string TokenTextStream::push(int32_t id) {

@@ -8,34 +8,32 @@
 namespace graphrun::tokenizer_detail {
 
 std::vector<uint32_t> decode_utf8_lossy(std::string_view text) {
-    // llama.cpp's decoder: the lead byte says the length, continuation bytes must be 10xxxxxx;
-    // anything else is one U+FFFD for the lead byte. (It accepts overlongs and surrogates, so we do
-    // too; values past U+10FFFF, which it cannot re-encode, are replaced here.)
     std::vector<uint32_t> cpts;
     cpts.reserve(text.size());
-    const auto byte = [&](size_t i) { return uint8_t(text[i]); };
-    const auto cont = [&](size_t i) { return i < text.size() && (byte(i) & 0xC0) == 0x80; };
-    size_t i = 0;
-    while (i < text.size()) {
-        const uint8_t b = byte(i);
-        uint32_t cpt = 0xFFFD;
-        size_t n = 1;
-        if (b < 0x80) {
-            cpt = b;
-        } else if ((b & 0xE0) == 0xC0 && cont(i + 1)) {
-            cpt = (uint32_t(b & 0x1F) << 6) | (byte(i + 1) & 0x3F);
-            n = 2;
-        } else if ((b & 0xF0) == 0xE0 && cont(i + 1) && cont(i + 2)) {
-            cpt = (uint32_t(b & 0x0F) << 12) | (uint32_t(byte(i + 1) & 0x3F) << 6) | (byte(i + 2) & 0x3F);
-            n = 3;
-        } else if ((b & 0xF8) == 0xF0 && cont(i + 1) && cont(i + 2) && cont(i + 3)) {
-            cpt = (uint32_t(b & 0x07) << 18) | (uint32_t(byte(i + 1) & 0x3F) << 12) |
-                  (uint32_t(byte(i + 2) & 0x3F) << 6) | (byte(i + 3) & 0x3F);
-            n = cpt <= 0x10FFFF ? 4 : 1;
-            if (cpt > 0x10FFFF) cpt = 0xFFFD;
+    for (size_t i = 0; i < text.size();) {
+        const int n = utf8_sequence_length(text, i);
+        if (n <= 0) {  // ill-formed here, or cut off by the end of the text
+            cpts.push_back(0xFFFD);
+            ++i;
+            continue;
         }
-        cpts.push_back(cpt);
-        i += n;
+        const auto cont = [&](int k) { return uint32_t(uint8_t(text[i + size_t(k)]) & 0x3F); };
+        const uint32_t lead = uint8_t(text[i]);
+        switch (n) {
+            case 1:
+                cpts.push_back(lead);
+                break;
+            case 2:
+                cpts.push_back((lead & 0x1F) << 6 | cont(1));
+                break;
+            case 3:
+                cpts.push_back((lead & 0x0F) << 12 | cont(1) << 6 | cont(2));
+                break;
+            default:
+                cpts.push_back((lead & 0x07) << 18 | cont(1) << 12 | cont(2) << 6 | cont(3));
+                break;
+        }
+        i += size_t(n);
     }
     return cpts;
 }
