@@ -1,6 +1,8 @@
 // tests/tokenizer_test.cpp — the SentencePiece tokenizer against llama.cpp's test vectors and the
 // stories260K vocabulary; decode round trips; special tokens; streaming of split UTF-8 characters.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -256,6 +258,35 @@ TEST(TokenizeCommand, PrintsIdsLikeLlamaTokenize) {
     const auto [err, status] = run_graphrun("tokenize -m " + kStories + ".missing -p x");
     EXPECT_NE(status, 0);
     EXPECT_NE(err.find("stories260K.gguf.missing"), std::string::npos) << err;
+}
+
+// -f FILE and --stdin take the text byte for byte (a final newline included); exactly one source.
+TEST(TokenizeCommand, ReadsAFileOrStdinAndRefusesWhatCannotEnd) {
+    if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " is missing (../shared not present)";
+    const std::string path =
+        ::testing::TempDir() + "graphrun_tokenize_" + std::to_string(::getpid()) + ".txt";
+    std::ofstream(path, std::ios::binary) << "Once upon a time\n";
+    const auto from_prompt = run_graphrun("tokenize -m " + kStories + " -p 'Once upon a time\n'");
+    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " -f " + path), from_prompt);
+    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " --stdin < " + path), from_prompt);
+    std::remove(path.c_str());
+    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " --no-bos --stdin < /dev/null"),
+              std::make_pair(std::string("[]\n"), 0));
+
+    const auto fails_with = [](const std::string& args, const std::string& message) {
+        const auto [out, status] = run_graphrun("tokenize -m " + kStories + " " + args);
+        EXPECT_NE(status, 0) << args;
+        EXPECT_NE(out.find(message), std::string::npos) << args << ": " << out;
+    };
+    fails_with("", "give the text once: -p TEXT, -f FILE or --stdin");
+    fails_with("-p a --stdin", "give the text once");
+    fails_with("-f /dev/zero", "-f /dev/zero: not a regular file (pipe text in with --stdin)");
+    fails_with("-f /no/such/file", "-f /no/such/file: No such file or directory");
+    const std::string fifo = ::testing::TempDir() + "graphrun_tokenize_fifo_" + std::to_string(::getpid());
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    fails_with("-f " + fifo, "not a regular file");  // refused before open(), which would wait for a writer
+    std::remove(fifo.c_str());
+    fails_with("--stdin < /dev/zero", "--stdin: more than 64 MiB of text, the most tokenize reads");
 }
 
 }  // namespace

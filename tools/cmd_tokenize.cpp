@@ -1,8 +1,15 @@
-// tools/cmd_tokenize.cpp — `graphrun tokenize -m MODEL.gguf -p TEXT`: the ids a model's tokenizer
-// gives, on one line as llama.cpp's `llama-tokenize --ids` prints them: [1, 403, 407, 261, 378].
+// tools/cmd_tokenize.cpp — `graphrun tokenize -m MODEL.gguf (-p TEXT | -f FILE | --stdin)`: the ids a
+// model's tokenizer gives, on one line as llama.cpp's `llama-tokenize --ids` prints them:
+// [1, 403, 407, 261, 378]. The text is taken byte for byte (a file's final newline included).
 // BOS is added when the model asks for it (tokenizer.ggml.add_bos_token) unless --no-bos.
 // --show-pieces adds one line per token: its id and the text it stands for.
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 
@@ -14,9 +21,14 @@ namespace graphrun::tools {
 
 namespace {
 
+// The most text tokenize reads from a file or stdin; more is refused rather than read until memory runs out.
+constexpr size_t kMaxTextBytes = size_t(64) << 20;
+
 struct TokenizeOptions {
     std::string model;
-    std::string prompt;
+    std::string prompt, file;
+    bool prompt_given = false;  // -p was given (possibly as "")
+    bool from_stdin = false;
     bool no_bos = false;
     bool show_pieces = false;
     bool parse_special = false;
@@ -45,11 +57,41 @@ std::string quoted_piece(const std::string& piece) {
     return out + "'";
 }
 
+// Reads `in` to the end, refusing more than kMaxTextBytes; `what` names the source in errors.
+std::string read_all(std::istream& in, const std::string& what) {
+    std::string text;
+    char buf[1 << 16];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        text.append(buf, size_t(in.gcount()));
+        if (text.size() > kMaxTextBytes)
+            throw std::runtime_error(what + ": more than " + std::to_string(kMaxTextBytes >> 20) +
+                                     " MiB of text, the most tokenize reads");
+    }
+    if (in.bad()) throw std::runtime_error(what + ": read error");
+    return text;
+}
+
+std::string read_text_file(const std::string& path) {
+    // Checked before opening: opening a FIFO would wait for a writer, and a device may never end.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("-f " + path + ": " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        throw std::runtime_error("-f " + path + ": not a regular file (pipe text in with --stdin)");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("-f " + path + ": cannot open: " + std::strerror(errno));
+    return read_all(in, "-f " + path);
+}
+
 void run_tokenize(const TokenizeOptions& opt) {
+    const int sources = int(opt.prompt_given) + int(!opt.file.empty()) + int(opt.from_stdin);
+    if (sources != 1) throw std::runtime_error("tokenize: give the text once: -p TEXT, -f FILE or --stdin");
+    const std::string text = !opt.file.empty() ? read_text_file(opt.file)
+                             : opt.from_stdin  ? read_all(std::cin, "--stdin")
+                                               : opt.prompt;
     const auto file = GgufFile::open(opt.model);
     const Tokenizer tokenizer = Tokenizer::from_gguf(*file);
     const std::vector<int32_t> ids =
-        tokenizer.encode(opt.prompt, tokenizer.add_bos() && !opt.no_bos, opt.parse_special);
+        tokenizer.encode(text, tokenizer.add_bos() && !opt.no_bos, opt.parse_special);
 
     std::string line = "[";
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -69,12 +111,18 @@ void register_tokenize(CLI::App& app) {
     auto opt = std::make_shared<TokenizeOptions>();
     CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of a text under a model's tokenizer");
     cmd->add_option("-m,--model", opt->model, "The .gguf model (or vocabulary-only) file")->required();
-    cmd->add_option("-p,--prompt", opt->prompt, "The text to tokenize")->required();
+    cmd->add_option("-p,--prompt", opt->prompt, "The text to tokenize");
+    cmd->add_option("-f,--file", opt->file, "Read the text from a file (at most 64 MiB)");
+    cmd->add_flag("--stdin", opt->from_stdin, "Read the text from standard input (at most 64 MiB)");
     cmd->add_flag("--no-bos", opt->no_bos, "Do not add BOS even if the model asks for it");
     cmd->add_flag("--show-pieces", opt->show_pieces, "Also print each token's id and text, one per line");
     cmd->add_flag("--parse-special", opt->parse_special,
                   "Turn control-token texts such as <s> into their ids");
-    cmd->callback([opt] { run_tokenize(*opt); });
+    cmd->callback([opt, cmd] {
+        TokenizeOptions o = *opt;
+        o.prompt_given = cmd->count("--prompt") > 0;
+        run_tokenize(o);
+    });
 }
 
 }  // namespace graphrun::tools
