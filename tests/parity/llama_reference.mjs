@@ -5,6 +5,8 @@
 //   node llama_reference.mjs --model FILE (--tokens 1,2,3 | --prompt TEXT) [-n 16] [--ctx N]
 //                            [--threads 1] [--ignore-eos] [--special]
 //   node llama_reference.mjs --check      loads node-llama-cpp and its CPU binary, prints {"ok": true}
+//   node llama_reference.mjs --model FILE --tokenize TEXTS.json [--special] [--attributes]
+//                                         llama.cpp's tokenizer alone (the file may be vocabulary-only)
 //
 // Prints one JSON object on stdout:
 //   {"prompt_ids": [...], "greedy_ids": [...], "stopped_at_eos": bool, "eos": id|null, "text": "..."}
@@ -14,10 +16,19 @@
 // Generation is greedy (temperature 0) on 1 thread, so reruns give the same ids; it stops before an
 // end-of-generation token (EOS/EOT; not included in greedy_ids) unless --ignore-eos is given.
 // "text" is greedy_ids detokenized after the prompt (as llama.cpp prints the continuation).
+//
+// --tokenize reads a JSON array of strings and loads only the vocabulary. Each text is tokenized
+// as llama.cpp's tokenizer test vectors are made: no BOS, special-token text is plain text unless
+// --special. Prints
+//   {"results": [{"ids": [...], "text": detokenized, "text_special": detokenized with specials}],
+//    "bos": id|null, "eos": id|null, "add_bos": bool (node-llama-cpp gives BOS/EOS only if control),
+//    and with --attributes "n_vocab": n, "eog": [...], "control": [...], "user_defined": [...]
+//    (the ids of the tokens llama.cpp holds to end generation, and of its control and user-defined ones)}
 // Errors go to stderr with exit status 1.
 //
 // node-llama-cpp is found from $GRAPHRUN_PARITY_DIR (the folder parity-setup.sh prints), else the
 // usual way from this script's folder (a node_modules beside or above it, or NODE_PATH).
+import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import process from "node:process";
@@ -25,7 +36,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const usage =
     "usage: node llama_reference.mjs --model FILE (--tokens 1,2,3 | --prompt TEXT) [-n 16] [--ctx N] " +
-    "[--threads 1] [--ignore-eos] [--special]";
+    "[--threads 1] [--ignore-eos] [--special]\n" +
+    "       node llama_reference.mjs --model FILE --tokenize TEXTS.json [--special] [--attributes]";
 
 function fail(message) {
     process.stderr.write(`llama_reference: ${message}\n`);
@@ -55,6 +67,8 @@ function parseArgs(argv) {
         else if (a === "--ignore-eos") opts.ignoreEos = true;
         else if (a === "--special") opts.special = true;
         else if (a === "--check") opts.check = true;
+        else if (a === "--tokenize") opts.tokenize = valueOf(i++, a);
+        else if (a === "--attributes") opts.attributes = true;
         else if (a === "-h" || a === "--help") {
             process.stdout.write(usage + "\n");
             process.exit(0);
@@ -62,6 +76,7 @@ function parseArgs(argv) {
     }
     if (opts.check) return opts;
     if (!opts.model) fail(`--model is required\n${usage}`);
+    if (opts.tokenize !== undefined) return opts;
     if ((opts.tokens === undefined) === (opts.prompt === undefined))
         fail(`give exactly one of --tokens and --prompt\n${usage}`);
     if (opts.tokens !== undefined && opts.tokens.length === 0) fail("--tokens is empty");
@@ -89,6 +104,38 @@ function vocabularySize(model) {
     return n;
 }
 
+async function tokenizeTexts(llama, opts) {
+    let texts;
+    try {
+        texts = JSON.parse(await readFile(opts.tokenize, "utf8"));
+    } catch (e) {
+        fail(`--tokenize ${opts.tokenize}: ${e.message}`);
+    }
+    if (!Array.isArray(texts) || texts.some((t) => typeof t !== "string"))
+        fail(`--tokenize ${opts.tokenize}: expected a JSON array of strings`);
+    const model = await llama.loadModel({ modelPath: opts.model, vocabOnly: true });
+    const results = texts.map((text) => {
+        const ids = Array.from(model.tokenize(text, opts.special));
+        return { ids, text: model.detokenize(ids, false), text_special: model.detokenize(ids, true) };
+    });
+    const out = { results, bos: model.tokens.bos, eos: model.tokens.eos, add_bos: model.tokens.shouldPrependBosToken };
+    if (opts.attributes) Object.assign(out, tokenAttributes(model));
+    process.stdout.write(JSON.stringify(out) + "\n");
+    await model.dispose();
+}
+
+function tokenAttributes(model) {
+    const out = { n_vocab: 0, eog: [], control: [], user_defined: [] };
+    for (const token of model.iterateAllTokens()) {
+        out.n_vocab++;
+        if (model.isEogToken(token)) out.eog.push(token);
+        const attributes = model.getTokenAttributes(token);
+        if (attributes.control) out.control.push(token);
+        if (attributes.userDefined) out.user_defined.push(token);
+    }
+    return out;
+}
+
 async function main() {
     const opts = parseArgs(process.argv.slice(2));
     const { getLlama } = await loadNodeLlamaCpp();
@@ -96,6 +143,11 @@ async function main() {
     const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
     if (opts.check) {
         process.stdout.write(JSON.stringify({ ok: true }) + "\n");
+        await llama.dispose();
+        return;
+    }
+    if (opts.tokenize !== undefined) {
+        await tokenizeTexts(llama, opts);
         await llama.dispose();
         return;
     }
