@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,15 @@ inline std::string temp_vocab_path() {
     static std::atomic<int> counter{0};
     return ::testing::TempDir() + "graphrun_tok_" + std::to_string(::getpid()) + "_" +
            std::to_string(counter++) + ".gguf";
+}
+
+// Writes `w` to a temporary file and opens it (the file is mapped, so it can be removed at once).
+inline std::shared_ptr<const GgufFile> open_written(const GgufWriter& w) {
+    const std::string path = temp_vocab_path();
+    w.write(path);
+    auto file = GgufFile::open(path);
+    std::remove(path.c_str());
+    return file;
 }
 
 // Writes `w` to a temporary file, opens it and loads its tokenizer.
