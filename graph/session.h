@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,14 @@ public:
     std::span<const float> eval(std::span<const int32_t> tokens);
 
     void reset() { n_past_ = 0; }  // forget the sequence (the cache rows get overwritten)
+    // Keeps the first n positions (0 <= n <= n_past()) and forgets the rest, as reset() does all:
+    // a conversation whose history was re-rendered differently rewinds to where they part.
+    void truncate(int64_t n) {
+        if (n < 0 || n > n_past_)
+            throw std::invalid_argument("Session::truncate(" + std::to_string(n) +
+                                        "): " + std::to_string(n_past_) + " positions are in use");
+        n_past_ = n;
+    }
     int64_t n_past() const { return n_past_; }
     int64_t n_ctx() const { return n_ctx_; }
     int64_t n_vocab() const { return n_vocab_; }

@@ -1,9 +1,10 @@
 // tools/cmd_generate.cpp — the default command: plan a graph on a model and generate.
 //
 //   graphrun -m MODEL.gguf -p "Once upon a time" -n 128      text in, streamed text out
-//   graphrun -m MODEL.gguf -i                                 chat-like turns over one KV cache
+//   graphrun -m MODEL.gguf -i                                 raw continuation of typed text, one KV cache
 //                                                             (/reset starts over; a full context goes on
 //                                                             from its last half)
+//   graphrun -m MODEL.gguf --conversation [--system TEXT]     chat turns in the model's chat template
 //   graphrun -m MODEL.gguf --tokens 1,403,407 -n 16           token ids in, greedy ids out
 //   graphrun -m MODEL.gguf --dump-plan[=json] [--batch N]     the execution plan
 // stdout carries only the text (or the ids); logs and timings go to stderr, so output can be piped.
@@ -24,8 +25,10 @@
 #include "graph/limits.h"
 #include "runtime/bounded_read.h"
 #include "runtime/finite_check.h"
+#include "runtime/text/chat_template.h"
 #include "runtime/text/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/conversation.h"
 #include "tools/option_checks.h"
 
 namespace graphrun::tools {
@@ -36,6 +39,8 @@ struct GenerateOptions {
     std::string graph_path, model_path;  // empty: the defaults in the data folder (graph/data_files.h)
     std::string tokens, prompt, prompt_file;
     bool interactive = false, special = false, check_weights = false;
+    bool conversation = false, verbose_prompt = false;
+    std::string system, chat_template;
     int64_t n_predict = 128;
     int threads = 0;
     int64_t ctx = 0;
@@ -274,7 +279,18 @@ void run_generate(GenerateOptions opt) {
     }
     std::fprintf(stderr, "graphrun: %s: load %.1f ms, %d threads, context %lld\n", opt.model_path.c_str(), load_ms,
                  session.n_threads(), (long long)session.n_ctx());
-    if (!prompt_ids.empty()) {
+    if (opt.conversation) {
+        if (!prompt_ids.empty()) throw std::runtime_error("--conversation takes text, not --tokens");
+        if (opt.interactive) throw std::runtime_error("give either --conversation or -i, not both");
+        run_conversation(session,
+                         {.system = opt.system,
+                          .chat_template = opt.chat_template,
+                          .first_message = opt.prompt,
+                          .n_predict = opt.n_predict,
+                          .verbose_prompt = opt.verbose_prompt,
+                          .sampling = opt.sampling},
+                         std::cin);
+    } else if (!prompt_ids.empty()) {
         if (!opt.prompt.empty()) throw std::runtime_error("give either --tokens or a text prompt, not both");
         run_token_mode(session, opt, prompt_ids);
     } else {
@@ -294,6 +310,13 @@ void register_generate(CLI::App& app) {
     app.add_option("-f,--file", opt->prompt_file, "read the prompt from a file");
     app.add_option("--tokens", opt->tokens, "prompt as token ids (e.g. 1,403,407); prints ids, greedy unless --temp");
     app.add_flag("-i,--interactive", opt->interactive, "read further prompts from stdin, keeping the KV cache");
+    app.add_flag("--conversation", opt->conversation,
+                 "chat: each line typed is a user message in the model's chat template, replies stop at the "
+                 "end of turn, one KV cache (-p: the first message)");
+    app.add_option("--system", opt->system, "--conversation: the system message");
+    app.add_option("--chat-template", opt->chat_template, "--conversation: the chat format instead of the model's")
+        ->check(CLI::IsMember(ChatTemplate::names()));
+    app.add_flag("--verbose-prompt", opt->verbose_prompt, "--conversation: print each turn's token ids on stderr");
     app.add_flag("--special", opt->special, "print special tokens (BOS, EOS, ...) too");
     app.add_flag("--check-weights", opt->check_weights,
                  "scan every weight the graph reads for NaN and Inf at load (reads the whole file)");
