@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "tests/tokenizer_test_util.h"
 
 namespace graphrun {
@@ -117,6 +119,31 @@ TEST(Utf8, IllFormedTokenTextsNeverDecodeToText) {
     EXPECT_EQ(tok.token_to_piece(overlong), "[UNK_BYTE_0xefbfbd\uFFFD\uFFFD][UNK_BYTE_0xefbfbd\uFFFD\uFFFD]");
     EXPECT_EQ(tok.token_to_piece(surrogate).find('\xED'), std::string::npos);
     EXPECT_EQ(tok.decode(std::vector<int32_t>{overlong}).find('/'), std::string::npos);
+}
+
+// Random bytes, mostly not UTF-8, through every pre-tokenizer: nothing crashes, and decoding gives
+// the text with each ill-formed byte as U+FFFD (qwen2 and smollm do not clean up spaces, so the
+// round trip is exact).
+TEST(Utf8, RandomBytesRoundTripAsReplacementCharacters) {
+    std::mt19937 rng(7);
+    const std::string alphabet =
+        std::string("a1 '\n\t.") + "\xC0\xAF\xED\xA0\x80\xF4\x90\xE6\x97\xA5\xFF\x80";
+    for (const char* pre : {"qwen2", "smollm", "llama-bpe", "gpt-2", "default"}) {
+        const Tokenizer tok = tokenizer_test::load(BpeVocab(Merges{{"a", "1"}, {" ", "a"}}).writer(pre));
+        for (int trial = 0; trial < 300; ++trial) {
+            std::string text;
+            const size_t n = rng() % 24;
+            for (size_t i = 0; i < n; ++i)
+                text += rng() % 4 ? alphabet[rng() % alphabet.size()] : char(rng() % 256);
+            std::string expected;
+            for (const uint32_t c : decode_utf8_lossy(text)) tokenizer_detail::append_utf8(expected, c);
+            const std::vector<int32_t> ids = tok.encode(text, false);
+            if (std::string(pre) == "qwen2" || std::string(pre) == "smollm") {
+                EXPECT_EQ(tok.decode(ids), expected) << pre;
+            }
+            EXPECT_EQ(tok.encode(expected, false), ids) << pre << ": the same as its sanitized text";
+        }
+    }
 }
 
 }  // namespace
