@@ -6,13 +6,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "graph/graph.h"
 #include "graph/limits.h"
 #include "graph/plan.h"
+#include "graph_test_util.h"
 #include "test_models.h"
 
 namespace graphrun {
@@ -20,20 +19,8 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-std::string llama_json() {
-    std::ifstream in(graph::default_graph_path());
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::string replace_once(std::string text, const std::string& from, const std::string& to) {
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << "test setup: '" << from << "' not found";
-    if (at != std::string::npos) text.replace(at, from.size(), to);
-    return text;
-}
+using testing::llama_json;
+using testing::replace_once;
 
 const GgufFile& tiny_model() {
     static const auto model =

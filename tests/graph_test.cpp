@@ -5,10 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "graph/session.h"
+#include "graph_test_util.h"
 #include "ops/attention.h"
 #include "test_models.h"
 
@@ -16,20 +14,8 @@ namespace graphrun {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string llama_json() {
-    std::ifstream in(graph::default_graph_path());
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::string replace_once(std::string text, const std::string& from, const std::string& to) {
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << "test setup: '" << from << "' not in llama.json";
-    if (at != std::string::npos) text.replace(at, from.size(), to);
-    return text;
-}
+using testing::llama_json;
+using testing::replace_once;
 
 class GraphBindTest : public ::testing::Test {
   protected:
