@@ -5,7 +5,7 @@
 #   bash tools/fuzz.sh all SECONDS                             every target, as many at once as there are cores
 #
 # The seeds are fuzz/corpus/TARGET (small valid inputs, in the repo); what the fuzzer finds new goes
-# to BUILD/corpus/TARGET, never into the repo. Any crash, sanitizer report, leak, timeout (10 s for
+# to BUILD/corpus/TARGET, never into the repo. Any crash, sanitizer report, leak, timeout (30 s for
 # one input) or memory blow-up (2 GiB) fails the run; its input is saved in BUILD/findings/TARGET/
 # and named in the output. To keep a finding as a regression seed, fix the bug and copy the input
 # into fuzz/corpus/TARGET/. BUILD is $GRAPHRUN_FUZZ_BUILD_DIR, default build-fuzz in the checkout.
@@ -48,7 +48,7 @@ run_one() {
   local status=0
   ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:abort_on_error=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    "$build/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
+    "$build/${t}_fuzz" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
       -print_final_stats=1 -artifact_prefix="$findings/" "${@:2}" "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1 || status=$?
   local last runs
   last="$(grep -E '^#[0-9]+' "$log" | tail -1 || true)"
