@@ -260,8 +260,9 @@ TEST(TokenizeCommand, PrintsIdsLikeLlamaTokenize) {
     EXPECT_NE(err.find("stories260K.gguf.missing"), std::string::npos) << err;
 }
 
-// -f FILE and --stdin take the text byte for byte (a final newline included); exactly one source.
-TEST(TokenizeCommand, ReadsAFileOrStdinAndRefusesWhatCannotEnd) {
+// -f FILE and --stdin take the text byte for byte (a final newline included), read as prompt files
+// are (bounded, never hanging); exactly one source.
+TEST(TokenizeCommand, ReadsAFileOrStdinBoundedAsPromptFiles) {
     if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " is missing (../shared not present)";
     const std::string path =
         ::testing::TempDir() + "graphrun_tokenize_" + std::to_string(::getpid()) + ".txt";
@@ -280,13 +281,16 @@ TEST(TokenizeCommand, ReadsAFileOrStdinAndRefusesWhatCannotEnd) {
     };
     fails_with("", "give the text once: -p TEXT, -f FILE or --stdin");
     fails_with("-p a --stdin", "give the text once");
-    fails_with("-f /dev/zero", "-f /dev/zero: not a regular file (pipe text in with --stdin)");
-    fails_with("-f /no/such/file", "-f /no/such/file: No such file or directory");
+    fails_with("-f /dev/zero", "-f /dev/zero: is larger than 16777216 bytes, the limit for text to tokenize");
+    fails_with("-f /no/such/file", "-f /no/such/file: cannot open: No such file or directory");
+    fails_with("-f /tmp", "-f /tmp: is a directory");
+    // A FIFO nobody writes to reads as empty instead of hanging in open().
     const std::string fifo = ::testing::TempDir() + "graphrun_tokenize_fifo_" + std::to_string(::getpid());
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-    fails_with("-f " + fifo, "not a regular file");  // refused before open(), which would wait for a writer
+    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " -f " + fifo),
+              std::make_pair(std::string("[1]\n"), 0));
     std::remove(fifo.c_str());
-    fails_with("--stdin < /dev/zero", "--stdin: more than 64 MiB of text, the most tokenize reads");
+    fails_with("--stdin < /dev/zero", "--stdin: /dev/stdin: is larger than 16777216 bytes");
 }
 
 }  // namespace

@@ -3,16 +3,12 @@
 // [1, 403, 407, 261, 378]. The text is taken byte for byte (a file's final newline included).
 // BOS is added when the model asks for it (tokenizer.ggml.add_bos_token) unless --no-bos.
 // --show-pieces adds one line per token: its id and the text it stands for.
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iostream>
 #include <memory>
 #include <string>
 
+#include "graph/limits.h"
+#include "runtime/bounded_read.h"
 #include "runtime/gguf.h"
 #include "runtime/text/tokenizer.h"
 #include "tools/commands.h"
@@ -20,9 +16,6 @@
 namespace graphrun::tools {
 
 namespace {
-
-// The most text tokenize reads from a file or stdin; more is refused rather than read until memory runs out.
-constexpr size_t kMaxTextBytes = size_t(64) << 20;
 
 struct TokenizeOptions {
     std::string model;
@@ -57,36 +50,22 @@ std::string quoted_piece(const std::string& piece) {
     return out + "'";
 }
 
-// Reads `in` to the end, refusing more than kMaxTextBytes; `what` names the source in errors.
-std::string read_all(std::istream& in, const std::string& what) {
-    std::string text;
-    char buf[1 << 16];
-    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-        text.append(buf, size_t(in.gcount()));
-        if (text.size() > kMaxTextBytes)
-            throw std::runtime_error(what + ": more than " + std::to_string(kMaxTextBytes >> 20) +
-                                     " MiB of text, the most tokenize reads");
+// The text of -f FILE or --stdin, read as prompt files are (runtime/bounded_read.h): a FIFO never
+// hangs in open(), directories and block devices are refused, at most kMaxPromptFileBytes are read.
+// `prefix` goes before the reader's "<path>: <reason>": "-f " or "--stdin: ".
+std::string read_text(const std::string& prefix, const std::string& path) {
+    try {
+        return read_bounded_file(path, graph::kMaxPromptFileBytes, "text to tokenize");
+    } catch (const FileReadError& e) {
+        throw std::runtime_error(prefix + e.what());
     }
-    if (in.bad()) throw std::runtime_error(what + ": read error");
-    return text;
-}
-
-std::string read_text_file(const std::string& path) {
-    // Checked before opening: opening a FIFO would wait for a writer, and a device may never end.
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("-f " + path + ": " + std::strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        throw std::runtime_error("-f " + path + ": not a regular file (pipe text in with --stdin)");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("-f " + path + ": cannot open: " + std::strerror(errno));
-    return read_all(in, "-f " + path);
 }
 
 void run_tokenize(const TokenizeOptions& opt) {
     const int sources = int(opt.prompt_given) + int(!opt.file.empty()) + int(opt.from_stdin);
     if (sources != 1) throw std::runtime_error("tokenize: give the text once: -p TEXT, -f FILE or --stdin");
-    const std::string text = !opt.file.empty() ? read_text_file(opt.file)
-                             : opt.from_stdin  ? read_all(std::cin, "--stdin")
+    const std::string text = !opt.file.empty() ? read_text("-f ", opt.file)
+                             : opt.from_stdin  ? read_text("--stdin: ", "/dev/stdin")
                                                : opt.prompt;
     const auto file = GgufFile::open(opt.model);
     const Tokenizer tokenizer = Tokenizer::from_gguf(*file);
@@ -112,8 +91,8 @@ void register_tokenize(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of a text under a model's tokenizer");
     cmd->add_option("-m,--model", opt->model, "The .gguf model (or vocabulary-only) file")->required();
     cmd->add_option("-p,--prompt", opt->prompt, "The text to tokenize");
-    cmd->add_option("-f,--file", opt->file, "Read the text from a file (at most 64 MiB)");
-    cmd->add_flag("--stdin", opt->from_stdin, "Read the text from standard input (at most 64 MiB)");
+    cmd->add_option("-f,--file", opt->file, "Read the text from a file (at most 16 MiB)");
+    cmd->add_flag("--stdin", opt->from_stdin, "Read the text from standard input (at most 16 MiB)");
     cmd->add_flag("--no-bos", opt->no_bos, "Do not add BOS even if the model asks for it");
     cmd->add_flag("--show-pieces", opt->show_pieces, "Also print each token's id and text, one per line");
     cmd->add_flag("--parse-special", opt->parse_special,
