@@ -1,5 +1,5 @@
 // ops/embedding.cpp — token embedding lookup.
-//   ids (n_tokens) i32, table (n_vocab, n_embd) f32|f16|q8_0|q4_0  ->  y (n_tokens, n_embd) f32
+//   ids (n_tokens) i32, table (n_vocab, n_embd) any type with a dequantize_row  ->  y (n_tokens, n_embd) f32
 //   y[t] = dequantize(table[ids[t]])
 // Units: tokens.
 // Out-of-range ids: the session validates ids against n_vocab before running, so an id outside
@@ -20,7 +20,11 @@ namespace {
 TensorDesc embedding_infer(const NodeInfo& node) {
     check_input_count(node, 2, "ids, table");
     check_dtype(node, 0, "ids", DType::I32);
-    check_dtype_in(node, 1, "table", {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0});
+    const TensorDesc& table_desc = node.inputs[1];
+    const QuantTraits* traits = quant_traits(table_desc.dtype);
+    if (!traits || !traits->dequantize_row)
+        throw PlanError(node, input_label(1, "table") + " is " + table_desc.str() +
+                                  ": graphrun has no dequantize_row kernel for " + dtype_name(table_desc.dtype));
     check_rank(node, 0, "ids", 1, "(n_tokens)");
     check_rank(node, 1, "table", 2, "(n_vocab, n_embd)");
     const TensorDesc& table = node.inputs[1];

@@ -6,7 +6,8 @@
 // overflow fp16), and `graphrun --check-weights` scans the weights a graph reads at load.
 // What "non-finite" means per type:
 //   f32, f16      an element that is NaN or +-Inf
-//   q8_0, q4_0    a block whose fp16 scale d is NaN or +-Inf (its quants are integers, always finite)
+//   block types   a block one of whose fp16 scales (d, and m / dmin where the type has one) is NaN or
+//                 +-Inf (the quants are integers or table indices, always finite)
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,8 @@ struct NonFiniteValue {
 
 // The first non-finite value among `n_elements` values of `type` stored at `data`, or nullopt
 // when all are finite. For a block type, n_elements must be a multiple of the block size.
-// Types without a rule here (i32) are never non-finite.
+// Types without a rule here (the integer types; Q8_K, MXFP4, NVFP4, IQ1_M, whose scales are not
+// fp16) are never non-finite.
 std::optional<NonFiniteValue> find_non_finite(DType type, const void* data, int64_t n_elements);
 
 // "NaN", "+Inf" or "-Inf".

@@ -226,10 +226,11 @@ class GgufReader {
 
         const uint64_t type_at = c_.pos();
         const uint32_t ggml_type = c_.read<uint32_t>();
+        // Any type whose block layout is known is read; whether it can run is the planner's question.
         const std::optional<DType> type = dtype_from_ggml(ggml_type);
-        if (!type || *type == DType::I32)
-            c_.fail(item + " has type " + ggml_type_name(ggml_type) +
-                        ", which graphrun cannot run (supported: F32, F16, Q8_0, Q4_0)",
+        if (!type)
+            c_.fail(item + " has type " + ggml_type_name(ggml_type) + " (ggml type id " + std::to_string(ggml_type) +
+                        "), whose block layout graphrun does not know",
                     type_at);
         t.type = *type;
         const DTypeTraits& traits = dtype_traits(t.type);

@@ -158,7 +158,6 @@ uint64_t GgufWriter::check_new_tensor(const std::string& name, DType type,
     const std::string what = "GGUF tensor '" + name + "'";
     for (const PendingTensor& t : tensors_)
         if (t.name == name) throw GgufError(what + " is added twice");
-    if (type == DType::I32) throw GgufError(what + ": graphrun writes only F32, F16, Q8_0 and Q4_0 tensors");
     if (ne.empty() || ne.size() > 4)
         throw GgufError(what + " has " + std::to_string(ne.size()) + " dimensions, expected 1 to 4");
     const DTypeTraits& traits = dtype_traits(type);

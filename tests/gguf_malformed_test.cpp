@@ -189,18 +189,43 @@ TEST(GgufMalformed, OverlappingTensors) {
     EXPECT_THAT(raw.error("overlap.gguf"), HasSubstr("tensor 'b' overlaps tensor 'a'"));
 }
 
-TEST(GgufMalformed, UnsupportedTensorTypeNamesTensorAndType) {
-    RawGguf raw;
-    raw.header(1, 0).tensor("output.weight", {256, 4}, 14, 0).pad().zeros(4096);
-    EXPECT_THAT(raw.error("q6k.gguf"),
-                HasSubstr("tensor 'output.weight' has type Q6_K, which graphrun cannot run "
-                          "(supported: F32, F16, Q8_0, Q4_0)"));
-    RawGguf i32;
-    i32.header(1, 0).tensor("ids", {4}, 26, 0).pad().zeros(64);
-    EXPECT_THAT(i32.error("i32.gguf"), HasSubstr("tensor 'ids' has type I32"));
+TEST(GgufMalformed, UnknownTensorTypeNamesTensorAndType) {
     RawGguf unknown;
     unknown.header(1, 0).tensor("x", {4}, 999, 0).pad().zeros(64);
-    EXPECT_THAT(unknown.error("t999.gguf"), HasSubstr("unknown type 999"));
+    EXPECT_THAT(unknown.error("t999.gguf"),
+                HasSubstr("tensor 'x' has type unknown type 999 (ggml type id 999), whose block layout graphrun "
+                          "does not know"));
+    // An id ggml used once and removed (the Q4_0_4_4 interleaved layout): named, and refused.
+    RawGguf removed;
+    removed.header(1, 0).tensor("w", {32, 4}, 31, 0).pad().zeros(256);
+    EXPECT_THAT(removed.error("t31.gguf"), HasSubstr("tensor 'w' has type Q4_0_4_4 (removed from ggml)"));
+}
+
+// A type graphrun has no kernel for still opens: reading and inspecting need only the layout.
+TEST(GgufMalformed, KnownTypesWithoutKernelsOpen) {
+    RawGguf raw;
+    raw.header(3, 0)
+        .tensor("output.weight", {256, 4}, 14, 0)  // Q6_K: 4 rows of one 210-byte block
+        .tensor("ids", {4}, 26, 864)               // I32
+        .tensor("iq", {256, 2}, 16, 896)           // IQ2_XXS: 2 rows of one 66-byte block
+        .pad()
+        .zeros(4096);
+    const std::string path = temp_path("known.gguf");
+    write_bytes(path, raw.b.data(), raw.b.size());
+    const auto f = GgufFile::open(path);
+    std::filesystem::remove(path);  // the mapping keeps the bytes
+    ASSERT_EQ(f->tensors().size(), 3u);
+    EXPECT_EQ(f->tensors()[0].type, DType::Q6_K);
+    EXPECT_EQ(f->tensors()[0].nbytes, 4u * 210u);
+    EXPECT_EQ(f->tensors()[1].type, DType::I32);
+    EXPECT_EQ(f->tensors()[1].nbytes, 16u);
+    EXPECT_EQ(f->tensors()[2].type, DType::IQ2_XXS);
+    EXPECT_EQ(f->tensors()[2].nbytes, 2u * 66u);
+    // Rows must still be whole blocks of the type.
+    RawGguf ragged;
+    ragged.header(1, 0).tensor("w", {100, 2}, 12, 0).pad().zeros(1024);
+    EXPECT_THAT(ragged.error("ragged.gguf"),
+                HasSubstr("tensor 'w' has rows of 100 elements, not a multiple of the Q4_K block size 256"));
 }
 
 TEST(GgufMalformed, BadDimensions) {

@@ -315,11 +315,22 @@ TEST(GgufRealFiles, Stories260K) {
     EXPECT_LE(f->data_offset() + f->tensor_bytes(), f->file_size());
 }
 
-TEST(GgufRealFiles, LlamaCppQ4_0FileRefusesItsQ6_KOutput) {
-    const std::string path = kShared + "/testdata/llamacpp-quantized/rand256-Q4_0.gguf";
-    if (!std::filesystem::exists(path)) GTEST_SKIP() << "missing " << path;
-    const std::string message = open_error(path);
-    EXPECT_THAT(message, AllOf(StartsWith(path + ": "), HasSubstr("tensor 'output.weight' has type Q6_K")));
+// Every file llama-quantize wrote opens, whatever its types; sizes follow from the block layouts.
+TEST(GgufRealFiles, LlamaCppQuantizedFilesOpenWithTheirTypes) {
+    const std::string dir = kShared + "/testdata/llamacpp-quantized/";
+    if (!std::filesystem::exists(dir + "rand256-Q4_K_M.gguf")) GTEST_SKIP() << "missing " << dir;
+    const auto q4_0 = GgufFile::open(dir + "rand256-Q4_0.gguf");
+    EXPECT_EQ(q4_0->find_tensor("output.weight")->type, DType::Q6_K);  // llama-quantize's choice
+    EXPECT_EQ(q4_0->find_tensor("blk.0.attn_q.weight")->type, DType::Q4_0);
+    const auto q4_k_m = GgufFile::open(dir + "rand256-Q4_K_M.gguf");
+    const GgufTensor* wq = q4_k_m->find_tensor("blk.0.attn_q.weight");
+    ASSERT_NE(wq, nullptr);
+    EXPECT_EQ(wq->type, DType::Q4_K);
+    EXPECT_EQ(wq->nbytes, 256u * 144u);  // 256 rows of one 144-byte super-block
+    EXPECT_EQ(q4_k_m->find_tensor("output.weight")->type, DType::Q6_K);
+    const auto q6_k = GgufFile::open(dir + "rand256-Q6_K.gguf");
+    EXPECT_EQ(q6_k->find_tensor("blk.1.ffn_down.weight")->type, DType::Q6_K);
+    EXPECT_EQ(q6_k->find_tensor("blk.1.ffn_down.weight")->nbytes, 256u * 3u * 210u);  // rows of 768
 }
 
 TEST(GgufRealFiles, LlamaCppQ8_0AndVocabOnlyFilesOpen) {

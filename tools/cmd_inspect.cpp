@@ -3,6 +3,8 @@
 // tensor table with shapes outermost-first, as graphrun writes them: (n_vocab, n_embd).
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -111,6 +113,33 @@ std::string shape_text(const GgufTensor& t) {
     return out + ")";
 }
 
+// One line per tensor type in the file: how many tensors, weights and bytes, and the bits per weight
+// its block layout costs (e.g. a Q4_K_M file is mostly q4_k at 4.5 with some q6_k at 6.5625).
+void print_type_summary(const GgufFile& f) {
+    struct Totals {
+        size_t tensors = 0;
+        int64_t elements = 0;
+        uint64_t bytes = 0;
+    };
+    std::map<uint32_t, Totals> by_type;  // by ggml id: the order ggml lists its types in
+    for (const GgufTensor& t : f.tensors()) {
+        Totals& s = by_type[dtype_traits(t.type).ggml_type];
+        ++s.tensors;
+        s.elements += t.n_elements();
+        s.bytes += t.nbytes;
+    }
+    std::printf("\ntensor types (%zu)\n", by_type.size());
+    for (const auto& [id, s] : by_type) {
+        const DType type = *dtype_from_ggml(id);
+        const DTypeTraits& tr = dtype_traits(type);
+        std::printf("  %-8s %4zu tensors  %12lld weights  %12llu bytes (%s)  %7.4f bits/weight  "
+                    "(blocks of %lld in %lld bytes)\n",
+                    tr.name, s.tensors, (long long)s.elements, (unsigned long long)s.bytes,
+                    human_bytes(s.bytes).c_str(), dtype_bits_per_weight(type), (long long)tr.block_size,
+                    (long long)tr.block_bytes);
+    }
+}
+
 void run_inspect(const std::string& path) {
     const auto f = GgufFile::open(path);
     std::printf("file         %s\n", f->path().c_str());
@@ -132,16 +161,19 @@ void run_inspect(const std::string& path) {
         std::printf("  %-*s  %-*s  %s\n", int(key_width), key.c_str(), int(type_width),
                     type_label(value).c_str(), value_text(value).c_str());
 
-    size_t name_width = 4, shape_width = 5;
+    print_type_summary(*f);
+
+    size_t name_width = 4, shape_width = 5, dtype_width = 4;
     for (const GgufTensor& t : f->tensors()) {
         name_width = std::max(name_width, t.name.size());
         shape_width = std::max(shape_width, shape_text(t).size());
+        dtype_width = std::max(dtype_width, std::strlen(dtype_name(t.type)));
     }
     std::printf("\ntensors (%zu)\n", f->tensors().size());
-    std::printf("  %-*s  %-5s  %-*s  %12s  %12s\n", int(name_width), "name", "type", int(shape_width),
-                "shape", "bytes", "offset");
+    std::printf("  %-*s  %-*s  %-*s  %12s  %12s\n", int(name_width), "name", int(dtype_width), "type",
+                int(shape_width), "shape", "bytes", "offset");
     for (const GgufTensor& t : f->tensors())
-        std::printf("  %-*s  %-5s  %-*s  %12llu  %12llu\n", int(name_width), t.name.c_str(),
+        std::printf("  %-*s  %-*s  %-*s  %12llu  %12llu\n", int(name_width), t.name.c_str(), int(dtype_width),
                     dtype_name(t.type), int(shape_width), shape_text(t).c_str(), (unsigned long long)t.nbytes,
                     (unsigned long long)t.offset);
 }
