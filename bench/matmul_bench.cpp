@@ -1,10 +1,10 @@
 // bench/matmul_bench.cpp — matmul at Llama shapes for every weight type, as decode (n_tokens 1,
 // bound by reading the weights) and as a prompt batch (n_tokens 32, bound by arithmetic).
 //
-//   x (T, K) f32 · W (N, K)ᵀ f32|f16|q8_0|q4_0 -> y (T, N) f32
+//   x (T, K) f32 · W (N, K)ᵀ f32|f16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|iq4_xs -> y (T, N) f32
 //
 // Each benchmark is named matmul/<type>/<N>x<K>/T<T>/<variant>:
-//   scalar   the plain C++ path (matmul_quant_run_with(scalar::vec_dot_*), matmul_f32's Scalar path)
+//   scalar   the plain C++ path (the matmul with the type's scalar traits row, matmul_f32's Scalar path)
 //   simd_1t  the path the op table dispatches to, one thread
 //   simd_2t  the same split over weight rows by tbb::parallel_for on 2 threads
 // Counters: W_bytes/s (weight bytes read per second: the figure to hold against the machine's read
@@ -85,14 +85,17 @@ TensorRef ref(DType type, int64_t rows, int64_t cols, void* data) {
 
 void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_t n_tokens, Variant variant) {
     const WeightPool& pool = weight_pool(type, n, k);
-    const bool quantized = type == DType::Q8_0 || type == DType::Q4_0;
-    const ops::OpDef& op = *ops::find_op(type == DType::Q8_0   ? "matmul_q8"
-                                         : type == DType::Q4_0 ? "matmul_q4"
-                                                               : "matmul_f32");
+    const bool quantized = type != DType::F32 && type != DType::F16;
+    // The quantized types run the one traits-driven matmul; "scalar" gives it the scalar traits row.
+    const ops::QuantTraits& traits =
+        *ops::quant_traits_at(type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
+    const ops::QuantTraits& act_traits = *ops::quant_traits_at(
+        traits.vec_dot_type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
     std::vector<float> x(static_cast<size_t>(n_tokens * k)), y(static_cast<size_t>(n_tokens * n));
     FastRandom rng{12345};
     for (float& v : x) v = rng.next();
-    std::vector<uint8_t> scratch(static_cast<size_t>(n_tokens * row_bytes(DType::Q8_0, k)));
+    const int64_t xq_row = quantized ? row_bytes(traits.vec_dot_type, k) : 0;
+    std::vector<uint8_t> scratch(static_cast<size_t>(n_tokens * xq_row));
     KernelArgs args;
     args.n_in = 2;
     args.in[0] = ref(DType::F32, n_tokens, k, x.data());
@@ -101,30 +104,20 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
     args.scratch = scratch.data();
     args.scratch_bytes = int64_t(scratch.size());
 
-    const ops::VecDotFn scalar_dot =
-        type == DType::Q8_0 ? ops::scalar::vec_dot_q8_0_q8_0 : ops::scalar::vec_dot_q4_0_q8_0;
     const ops::SimdLevel f32_path =
         variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level();
     auto run = [&](int64_t begin, int64_t end) {
         if (!quantized) return ops::matmul_f32_run_path(f32_path, args, begin, end);
-        if (variant == Variant::Scalar) return ops::matmul_quant_run_with(args, begin, end, scalar_dot);
-        op.run(args, begin, end);
+        ops::matmul_quant_run_with(args, begin, end, traits);
     };
     tbb::task_arena arena(variant == Variant::Simd2 ? 2 : 1);
     int64_t iteration = 0;
     for (auto _ : state) {
         args.in[1].data = const_cast<uint8_t*>(pool.copy(iteration++));
-        if (quantized) {
-            // The activations are quantized once per call, inside the timing, as the executor does.
-            if (variant == Variant::Scalar)
-                for (int64_t t = 0; t < n_tokens; ++t)
-                    ops::quantize_row_q8_0_ref(
-                        &x[size_t(t * k)],
-                        reinterpret_cast<ops::block_q8_0*>(scratch.data() + t * row_bytes(DType::Q8_0, k)),
-                        k);
-            else
-                op.prepare(args, 0, n_tokens);
-        }
+        // The activations are quantized once per call, inside the timing, as the op's prepare does.
+        if (quantized)
+            for (int64_t t = 0; t < n_tokens; ++t)
+                act_traits.quantize_row(&x[size_t(t * k)], scratch.data() + t * xq_row, k);
         if (variant == Variant::Simd2)
             arena.execute([&] {
                 tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64),
@@ -137,7 +130,8 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
     const double iters = double(state.iterations());
     state.counters["W_bytes/s"] =
         benchmark::Counter(double(pool.matrix_bytes) * iters, benchmark::Counter::kIsRate);
-    state.counters["FLOP/s"] = benchmark::Counter(op.flops(args) * iters, benchmark::Counter::kIsRate);
+    state.counters["FLOP/s"] =
+        benchmark::Counter(2.0 * double(n_tokens * n * k) * iters, benchmark::Counter::kIsRate);
     const std::string path = variant == Variant::Scalar ? "scalar"
                              : quantized                ? ops::simd_level_name(ops::active_simd_level())
                                                         : ops::simd_level_name(f32_path);
@@ -150,7 +144,8 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
 const int registered = [] {
     const std::pair<int64_t, int64_t> shapes[] = {
         {2048, 2048}, {5632, 2048}, {2048, 5632}, {4096, 4096}, {32000, 2048}};
-    for (DType type : {DType::Q4_0, DType::Q8_0, DType::F16, DType::F32})
+    for (DType type : {DType::Q4_0, DType::Q8_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
+                       DType::Q6_K, DType::IQ4_XS, DType::F16, DType::F32})
         for (auto [n, k] : shapes)
             for (int64_t t : {1, 32})
                 for (Variant v : {Variant::Scalar, Variant::Simd1, Variant::Simd2}) {

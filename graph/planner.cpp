@@ -48,7 +48,7 @@ KvCacheSpec kv_cache_spec(const Plan& plan, const Graph& graph, int64_t n_ctx) {
         if (!step.params.holds<ops::AttentionParams>()) continue;
         const ops::AttentionParams p = step.params.get<ops::AttentionParams>();
         const int64_t row = int64_t(p.n_head_kv) * p.head_dim;
-        const ops::NodeInfo info{graph.nodes[step.node].name, graph.nodes[step.node].op, {}, step.params};
+        const ops::NodeInfo info{graph.nodes[step.node].name, graph.nodes[step.node].op, {}, step.params, {}};
         if (p.layer < 0 || p.layer >= n_attention)
             throw ops::PlanError(info, "attribute 'layer' is " + std::to_string(p.layer) + ", but the graph has " +
                                            std::to_string(n_attention) + " attention nodes: number their layers 0 .. " +
@@ -117,13 +117,14 @@ Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
     // Nodes are bound in definition order and refer only to earlier ones: that order is topological.
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
         const GraphNode& node = graph.nodes[n];
-        ops::NodeInfo info{node.name, node.op, {}, node.params};
+        ops::NodeInfo info{node.name, node.op, {}, node.params, {}};
         PlanStep step;
         step.node = int(n);
         step.params = node.params;
         for (const ValueRef& ref : node.inputs) {
             step.inputs.push_back(tensor_of(ref));
             info.inputs.push_back(plan.tensors[step.inputs.back()].desc);
+            info.input_names.push_back(plan.tensors[step.inputs.back()].name);
         }
         step.op = &ops::choose_kernel(info);
         if (int(info.inputs.size()) != step.op->n_inputs)

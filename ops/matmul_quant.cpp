@@ -1,19 +1,31 @@
-// ops/matmul_quant.cpp — matmul on quantized weights: matmul_q8 (Q8_0) and matmul_q4 (Q4_0).
+// ops/matmul_quant.cpp — matmul on quantized weights, one implementation for every type, driven by
+// the weight type's QuantTraits row (ops/quant.h).
 //
-//   x (n_tokens, K) f32 · W (N, K)ᵀ Q8_0|Q4_0 -> y (n_tokens, N) f32
-//   scratch: xq (n_tokens, K/32 blocks) Q8_0, the activations quantized once per call.
+//   x (n_tokens, K) f32 · W (N, K)ᵀ quantized -> y (n_tokens, N) f32
+//   scratch: xq (n_tokens, K) in the traits' vec_dot_type (Q8_0, Q8_1 or Q8_K), the activations
+//   quantized once per call.
 //
 // prepare (work units: tokens) quantizes x into xq; run (work units: weight rows n, i.e. output
 // columns) computes y[t, n] = vec_dot(W[n], xq[t]). Decode is bound by reading W, so every weight
 // row is streamed from memory once per call: rows go in tiles small enough to stay in L2 while
 // all tokens pass over them.
+//
+// Invariant (other work builds on it): y[t, n] is the same bits whatever n_tokens is and however the
+// rows are split into ranges. Each output is one vec_dot call, or for types with a four-row kernel,
+// one vec_dot4 call on the aligned group of four rows holding n; which of the two depends on n and N
+// only, never on the range.
+#include "ops/matmul_quant.h"
+
 #include <algorithm>
+#include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "ops/op_checks.h"
 #include "ops/op_rows.h"
-#include "ops/quant.h"
 #include "ops/quant_kernels.h"
+#include "runtime/fp16.h"
 
 namespace graphrun::ops {
 
@@ -21,79 +33,157 @@ namespace {
 
 constexpr int64_t kRowTile = 16;  // 16 rows of K = 4096 in Q8_0 are 70 KiB: well inside L2
 
-TensorDesc infer_quant(const NodeInfo& node, DType weight_type) {
-    if (node.inputs.size() != 2)
-        throw PlanError(node, "expects 2 inputs (x, weight), got " + std::to_string(node.inputs.size()));
-    const TensorDesc& x = node.inputs[0];
-    const TensorDesc& w = node.inputs[1];
-    if (x.dtype != DType::F32) throw PlanError(node, "input x is " + x.str() + ", expected f32");
-    if (x.shape.empty()) throw PlanError(node, "input x is a scalar, expected rows (n_tokens, K)");
-    if (w.dtype != weight_type)
-        throw PlanError(node, "weight is " + w.str() + ", expected " + dtype_name(weight_type));
-    if (w.shape.size() != 2) throw PlanError(node, "weight is " + w.str() + ", expected a matrix (N, K)");
-    const int64_t k = w.shape[1];
-    if (x.shape.back() != k)
-        throw PlanError(node, "input x " + x.str() + " has rows of " + std::to_string(x.shape.back()) +
-                                  " elements, weight " + w.str() + " has rows of " + std::to_string(k));
-    if (k % kQK != 0)
-        throw PlanError(node, "weight " + w.str() + " has rows of " + std::to_string(k) +
-                                  " elements, not a multiple of the " + dtype_name(weight_type) +
-                                  " block size " + std::to_string(kQK));
-    TensorDesc y{DType::F32, x.shape};
-    y.shape.back() = w.shape[0];
-    return y;
+const QuantTraits& traits_of(const TensorRef& w) {
+    return *quant_traits(w.dtype);
 }
 
-int64_t n_tokens_of(const KernelArgs& a) {
-    return a.in[0].rows();
+// One token's outputs for weight rows [n0, n1) of the N rows.
+void run_token(const QuantTraits& tr, int64_t k, int64_t n_out, const uint8_t* w, int64_t w_row,
+               const uint8_t* x_t, float* y_t, int64_t n0, int64_t n1) {
+    int64_t n = n0;
+    if (tr.vec_dot4) {
+        // Rows of whole aligned groups [4g, 4g + 4) inside N go through vec_dot4 whatever range they
+        // are in; a range cutting a group computes the whole group and keeps its own rows.
+        while (n < n1 && (n & ~int64_t(3)) + 4 <= n_out) {
+            const int64_t g = n & ~int64_t(3);
+            if (g == n && n + 4 <= n1) {
+                tr.vec_dot4(k, w + n * w_row, w_row, x_t, y_t + n);
+                n += 4;
+                continue;
+            }
+            float four[4];
+            tr.vec_dot4(k, w + g * w_row, w_row, x_t, four);
+            const int64_t stop = std::min(g + 4, n1);
+            for (; n < stop; ++n) y_t[n] = four[n - g];
+        }
+    }
+    for (; n < n1; ++n) y_t[n] = tr.vec_dot(k, w + n * w_row, x_t);
 }
 
-// The op with explicit dot kernels; matmul_q8_run / matmul_q4_run pass the dispatched ones.
-// dot4 (four weight rows per call, may be nullptr) takes the rows four at a time, dot the rest.
-void run_rows(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot, VecDot4Fn dot4,
-              DType weight_type) {
+void run_rows(const KernelArgs& a, int64_t begin, int64_t end, const QuantTraits& tr) {
     const TensorRef& w = a.in[1];
-    const int64_t k = w.dim(1), n_out = w.dim(0), n_tokens = n_tokens_of(a);
-    const int64_t w_row = row_bytes(weight_type, k), xq_row = row_bytes(DType::Q8_0, k);
+    const int64_t k = w.dim(1), n_out = w.dim(0), n_tokens = a.in[0].rows();
+    const int64_t w_row = row_bytes(w.dtype, k), xq_row = row_bytes(tr.vec_dot_type, k);
     const auto* wq = static_cast<const uint8_t*>(w.data);
     const auto* xq = static_cast<const uint8_t*>(a.scratch);
     float* y = a.out.as<float>();
     for (int64_t n0 = begin; n0 < end; n0 += kRowTile) {
         const int64_t n1 = std::min(end, n0 + kRowTile);
-        for (int64_t t = 0; t < n_tokens; ++t) {
-            const uint8_t* x_t = xq + t * xq_row;
-            float* y_t = y + t * n_out;
-            int64_t n = n0;
-            if (dot4)
-                for (; n + 4 <= n1; n += 4) dot4(k, wq + n * w_row, w_row, x_t, y_t + n);
-            for (; n < n1; ++n) y_t[n] = dot(k, wq + n * w_row, x_t);
+        for (int64_t t = 0; t < n_tokens; ++t)
+            run_token(tr, k, n_out, wq, w_row, xq + t * xq_row, y + t * n_out, n0, n1);
+    }
+}
+
+}  // namespace
+
+TensorDesc matmul_quant_infer(const NodeInfo& node) {
+    check_input_count(node, 2, "x, weight");
+    const TensorDesc& x = node.inputs[0];
+    const TensorDesc& w = node.inputs[1];
+    if (x.dtype != DType::F32) throw PlanError(node, "input x is " + x.str() + ", expected f32");
+    if (x.shape.empty()) throw PlanError(node, "input x is a scalar, expected rows (n_tokens, K)");
+    const QuantTraits* tr = quant_traits(w.dtype);
+    if (!tr || !tr->vec_dot)
+        throw PlanError(node, "weight is " + w.str() + ": graphrun has no quantized matmul kernel for " +
+                                  dtype_name(w.dtype));
+    if (w.shape.size() != 2) throw PlanError(node, "weight is " + w.str() + ", expected a matrix (N, K)");
+    const int64_t k = w.shape[1];
+    if (x.shape.back() != k)
+        throw PlanError(node, "input x " + x.str() + " has rows of " + std::to_string(x.shape.back()) +
+                                  " elements, weight " + w.str() + " has rows of " + std::to_string(k));
+    const int64_t block = dtype_traits(w.dtype).block_size;
+    if (k % block != 0)
+        throw PlanError(node, "weight " + w.str() + " has rows of " + std::to_string(k) +
+                                  " elements, not a multiple of the " + dtype_name(w.dtype) + " block size " +
+                                  std::to_string(block));
+    TensorDesc y{DType::F32, x.shape};
+    y.shape.back() = w.shape[0];
+    return y;
+}
+
+int64_t matmul_quant_scratch_bytes(const NodeInfo& node) {
+    const TensorDesc& x = node.inputs[0];
+    const int64_t k = x.shape.back();
+    return x.n_elements() / k * row_bytes(quant_traits(node.inputs[1].dtype)->vec_dot_type, k);
+}
+
+int64_t matmul_quant_work_items(const KernelArgs& a) {
+    return a.in[1].dim(0);
+}
+int64_t matmul_quant_prepare_items(const KernelArgs& a) {
+    return a.in[0].rows();
+}
+
+// xq[t] = x[t] in the activation type, for tokens [begin, end).
+void matmul_quant_prepare(const KernelArgs& a, int64_t begin, int64_t end) {
+    const DType act = traits_of(a.in[1]).vec_dot_type;
+    const QuantizeRowFn quantize = quant_traits(act)->quantize_row;
+    const int64_t k = a.in[0].cols(), xq_row = row_bytes(act, k);
+    const auto* x = a.in[0].as<const float>();
+    auto* xq = static_cast<uint8_t*>(a.scratch);
+    for (int64_t t = begin; t < end; ++t) quantize(x + t * k, xq + t * xq_row, k);
+}
+
+void matmul_quant_run(const KernelArgs& a, int64_t begin, int64_t end) {
+    run_rows(a, begin, end, traits_of(a.in[1]));
+}
+
+void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, const QuantTraits& traits) {
+    run_rows(a, begin, end, traits);
+}
+
+namespace {
+
+// Q4_1 / Q5_1 weights are d q + m per block, and their kernels take the min term from the Q8_1
+// activation's block sum s as stored (rounded to fp16), as ggml does:
+//   y = sum_b [ sum_{i in b} (w_i - m_b) x_i + m_b s_b ].
+// Both weight formats start { fp16 d; fp16 m; }, so m_b is read from the block's bytes 2..3.
+void reference_with_block_sums(const KernelArgs& a, const std::vector<float>& wf,
+                               const std::vector<float>& xf) {
+    const TensorRef& w = a.in[1];
+    const int64_t k = w.dim(1), n_out = w.dim(0), n_tokens = a.in[0].rows(), nb = k / kQK;
+    const int64_t block_bytes = dtype_traits(w.dtype).block_bytes;
+    std::vector<block_q8_1> xq(static_cast<size_t>(nb));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        quantize_row_q8_1_ref(a.in[0].as<const float>() + t * k, xq.data(), k);
+        for (int64_t n = 0; n < n_out; ++n) {
+            const auto* row = static_cast<const uint8_t*>(w.data) + n * row_bytes(w.dtype, k);
+            double sum = 0.0;
+            for (int64_t b = 0; b < nb; ++b) {
+                uint16_t m_bits;
+                std::memcpy(&m_bits, row + b * block_bytes + 2, sizeof m_bits);
+                const double m = fp16_to_f32(m_bits);
+                for (int64_t i = b * kQK; i < (b + 1) * kQK; ++i)
+                    sum += (double(wf[size_t(n * k + i)]) - m) * double(xf[size_t(t * k + i)]);
+                sum += m * double(fp16_to_f32(xq[size_t(b)].s));
+            }
+            a.out.as<float>()[t * n_out + n] = float(sum);
         }
     }
 }
 
-// The whole op as plain loops, sharing no kernel code: weights dequantized to float, x quantized
-// to Q8_0 by the reference quantizer and dequantized, products summed in double. Every product of
-// a weight (11-bit scale · 4/8-bit int) and an activation is exact in double, so this is the exact
-// value the integer kernels approximate up to float rounding.
-void reference_quant(const KernelArgs& a, DType weight_type) {
+}  // namespace
+
+// The whole op as plain loops, sharing no kernel code: weights dequantized to float, x quantized by
+// the activation type's reference quantizer and dequantized, products summed in double. This is the
+// value the integer kernels compute up to float rounding of the block scales and sums.
+void matmul_quant_reference(const KernelArgs& a) {
     const TensorRef& w = a.in[1];
-    const int64_t k = w.dim(1), n_out = w.dim(0), n_tokens = n_tokens_of(a);
-    const int64_t w_row = row_bytes(weight_type, k);
+    const int64_t k = w.dim(1), n_out = w.dim(0), n_tokens = a.in[0].rows();
+    const QuantTraits& wt = *quant_traits_at(w.dtype, SimdLevel::Scalar);
+    const QuantTraits& xt = *quant_traits_at(wt.vec_dot_type, SimdLevel::Scalar);
+    const int64_t w_row = row_bytes(w.dtype, k);
     const auto* x = a.in[0].as<const float>();
     std::vector<float> wf(size_t(n_out * k)), xf(size_t(n_tokens * k));
-    std::vector<block_q8_0> xq(size_t(k / kQK));
-    for (int64_t n = 0; n < n_out; ++n) {
-        const auto* row = static_cast<const uint8_t*>(w.data) + n * w_row;
-        if (weight_type == DType::Q8_0)
-            dequantize_row_q8_0(reinterpret_cast<const block_q8_0*>(row), &wf[size_t(n * k)], k);
-        else
-            dequantize_row_q4_0(reinterpret_cast<const block_q4_0*>(row), &wf[size_t(n * k)], k);
-    }
+    std::vector<uint8_t> xq(size_t(row_bytes(wt.vec_dot_type, k)));
+    for (int64_t n = 0; n < n_out; ++n)
+        wt.dequantize_row(static_cast<const uint8_t*>(w.data) + n * w_row, &wf[size_t(n * k)], k);
     for (int64_t t = 0; t < n_tokens; ++t) {
-        quantize_row_q8_0_ref(x + t * k, xq.data(), k);
-        dequantize_row_q8_0(xq.data(), &xf[size_t(t * k)], k);
+        xt.quantize_row(x + t * k, xq.data(), k);
+        xt.dequantize_row(xq.data(), &xf[size_t(t * k)], k);
     }
     float* y = a.out.as<float>();
+    if (wt.vec_dot_type == DType::Q8_1) return reference_with_block_sums(a, wf, xf);
     for (int64_t t = 0; t < n_tokens; ++t)
         for (int64_t n = 0; n < n_out; ++n) {
             double sum = 0.0;
@@ -103,89 +193,57 @@ void reference_quant(const KernelArgs& a, DType weight_type) {
         }
 }
 
-TensorDesc matmul_q8_infer(const NodeInfo& node) {
-    return infer_quant(node, DType::Q8_0);
-}
-TensorDesc matmul_q4_infer(const NodeInfo& node) {
-    return infer_quant(node, DType::Q4_0);
-}
-
-int64_t matmul_quant_scratch_bytes(const NodeInfo& node) {
-    const TensorDesc& x = node.inputs[0];
-    const int64_t k = x.shape.back();
-    return x.n_elements() / k * row_bytes(DType::Q8_0, k);
-}
-
-int64_t matmul_quant_work_items(const KernelArgs& a) {
-    return a.in[1].dim(0);
-}
-int64_t matmul_quant_prepare_items(const KernelArgs& a) {
-    return n_tokens_of(a);
-}
-
-// xq[t] = Q8_0(x[t]) for tokens [begin, end).
-void matmul_quant_prepare(const KernelArgs& a, int64_t begin, int64_t end) {
-    const int64_t k = a.in[0].cols();
-    const QuantizeRowFn quantize = quant_traits(DType::Q8_0)->quantize_row;
-    const auto* x = a.in[0].as<const float>();
-    auto* xq = static_cast<uint8_t*>(a.scratch);
-    for (int64_t t = begin; t < end; ++t) quantize(x + t * k, xq + t * row_bytes(DType::Q8_0, k), k);
-}
-
-void matmul_q8_run(const KernelArgs& a, int64_t begin, int64_t end) {
-    run_rows(a, begin, end, quant_traits(DType::Q8_0)->vec_dot, active_vec_dot4(DType::Q8_0), DType::Q8_0);
-}
-void matmul_q4_run(const KernelArgs& a, int64_t begin, int64_t end) {
-    run_rows(a, begin, end, quant_traits(DType::Q4_0)->vec_dot, active_vec_dot4(DType::Q4_0), DType::Q4_0);
-}
-
-void matmul_q8_reference(const KernelArgs& a) {
-    reference_quant(a, DType::Q8_0);
-}
-void matmul_q4_reference(const KernelArgs& a) {
-    reference_quant(a, DType::Q4_0);
-}
-
 double matmul_quant_flops(const KernelArgs& a) {
-    return 2.0 * double(n_tokens_of(a)) * double(a.in[1].dim(0)) * double(a.in[1].dim(1));
+    return 2.0 * double(a.in[0].rows()) * double(a.in[1].dim(0)) * double(a.in[1].dim(1));
 }
+
+// ---- the op-table rows: one per traits row with a vec_dot, named by it ("matmul_q4_k") ----
+
+namespace {
+
+// The instruction-set level a type's matmul runs at: the best level it has a kernel for, capped by
+// the active one (Q4_K has no AVX-512 kernel and runs its AVX2 one on an AVX-512 CPU).
+SimdLevel best_level_of(DType type) {
+    const QuantTraits* scalar = quant_traits_at(type, SimdLevel::Scalar);
+    const QuantTraits* avx2 = quant_traits_at(type, SimdLevel::Avx2);
+    const QuantTraits* avx512 = quant_traits_at(type, SimdLevel::Avx512);
+    if (avx512->vec_dot != avx2->vec_dot || avx512->vec_dot4) return SimdLevel::Avx512;
+    return avx2->vec_dot != scalar->vec_dot ? SimdLevel::Avx2 : SimdLevel::Scalar;
+}
+SimdLevel path_up_to_avx512() { return simd_level_capped(SimdLevel::Avx512); }
+SimdLevel path_up_to_avx2() { return simd_level_capped(SimdLevel::Avx2); }
+SimdLevel path_scalar() { return SimdLevel::Scalar; }
 
 }  // namespace
 
-void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, VecDotFn dot, VecDot4Fn dot4) {
-    run_rows(a, begin, end, dot, dot4, a.in[1].dtype);
+std::span<const OpDef> matmul_quant_rows() {
+    static const std::vector<OpDef> rows = [] {
+        std::vector<OpDef> out;
+        for (const DTypeTraits& t : dtype_table()) {
+            const QuantTraits* tr = quant_traits_at(t.type, SimdLevel::Scalar);
+            if (!tr || !tr->vec_dot) continue;
+            const SimdLevel best = best_level_of(t.type);
+            out.push_back({
+                .name = tr->matmul_kernel,
+                .graph_op = "matmul",
+                .n_inputs = 2,
+                .infer = matmul_quant_infer,
+                .scratch_bytes = matmul_quant_scratch_bytes,
+                .work_items = matmul_quant_work_items,
+                .grain = 32,
+                .run = matmul_quant_run,
+                .prepare = matmul_quant_prepare,
+                .prepare_items = matmul_quant_prepare_items,
+                .reference = matmul_quant_reference,
+                .flops = matmul_quant_flops,
+                .simd_path = best == SimdLevel::Avx512 ? path_up_to_avx512
+                             : best == SimdLevel::Avx2 ? path_up_to_avx2
+                                                       : path_scalar,
+            });
+        }
+        return out;
+    }();
+    return rows;
 }
-
-const OpDef kMatmulQ8Op = {
-    .name = "matmul_q8",
-    .graph_op = "matmul",
-    .n_inputs = 2,
-    .infer = matmul_q8_infer,
-    .scratch_bytes = matmul_quant_scratch_bytes,
-    .work_items = matmul_quant_work_items,
-    .grain = 32,
-    .run = matmul_q8_run,
-    .prepare = matmul_quant_prepare,
-    .prepare_items = matmul_quant_prepare_items,
-    .reference = matmul_q8_reference,
-    .flops = matmul_quant_flops,
-    .simd_path = active_simd_level,
-};
-
-const OpDef kMatmulQ4Op = {
-    .name = "matmul_q4",
-    .graph_op = "matmul",
-    .n_inputs = 2,
-    .infer = matmul_q4_infer,
-    .scratch_bytes = matmul_quant_scratch_bytes,
-    .work_items = matmul_quant_work_items,
-    .grain = 32,
-    .run = matmul_q4_run,
-    .prepare = matmul_quant_prepare,
-    .prepare_items = matmul_quant_prepare_items,
-    .reference = matmul_q4_reference,
-    .flops = matmul_quant_flops,
-    .simd_path = active_simd_level,
-};
 
 }  // namespace graphrun::ops

@@ -2,6 +2,8 @@
 // declarations and the functions it points at, in ops/<family>.cpp; ops/op_table.cpp lists them.
 #pragma once
 
+#include <span>
+
 #include "ops/op_table.h"
 
 namespace graphrun::ops {
@@ -13,9 +15,11 @@ extern const OpDef kRopeOp;       // ops/rope.cpp
 extern const OpDef kAttentionOp;  // ops/attention.cpp
 extern const OpDef kSwigluOp;     // ops/swiglu.cpp
 extern const OpDef kAddOp;        // ops/add.cpp
-extern const OpDef kMatmulQ8Op;   // ops/matmul_quant.cpp
-extern const OpDef kMatmulQ4Op;   // ops/matmul_quant.cpp
 extern const OpDef kGeluOp;       // ops/gelu.cpp
 extern const OpDef kMulOp;        // ops/mul.cpp
+
+// ops/matmul_quant.cpp: one row per quantized weight type, made from its QuantTraits row (ops/quant.h)
+// when first asked for: "matmul_q8", "matmul_q4", "matmul_q4_1", ..., "matmul_q4_k", "matmul_iq4_xs".
+std::span<const OpDef> matmul_quant_rows();
 
 }  // namespace graphrun::ops

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ops/op_rows.h"
+#include "ops/quant.h"
 #include "runtime/checked_math.h"
 
 namespace graphrun::ops {
@@ -49,52 +50,63 @@ namespace {
 // Every row, in the order the plan dump and the op harness list them. Grains, in each row: 16 weight
 // rows are 128 KiB (f16) to 256 KiB (f32) of weights at n_embd 4096 and still leave 4 ranges for a
 // 64-wide toy model; per-token ops split by single tokens (a row is already thousands of elements);
-// attention splits by single (token, head) pairs.
-constexpr const OpDef* kOps[] = {
-    &kEmbeddingOp, &kRmsnormOp,  &kMatmulF32Op, &kRopeOp, &kAttentionOp, &kSwigluOp,
-    &kAddOp,       &kMatmulQ8Op, &kMatmulQ4Op,  &kGeluOp, &kMulOp,
-};
+// attention splits by single (token, head) pairs. The quantized matmuls are one row per weight type,
+// made from the type traits (matmul_quant_rows), so a new type needs no edit here.
+const std::vector<const OpDef*>& all_ops() {
+    static const std::vector<const OpDef*> ops = [] {
+        std::vector<const OpDef*> v = {&kEmbeddingOp, &kRmsnormOp, &kMatmulF32Op, &kRopeOp,
+                                       &kAttentionOp, &kSwigluOp,  &kAddOp};
+        for (const OpDef& row : matmul_quant_rows()) v.push_back(&row);
+        v.insert(v.end(), {&kGeluOp, &kMulOp});
+        return v;
+    }();
+    return ops;
+}
+
+// "blk.0.ffn_down.weight" when the planner said which tensor input `i` is, else "input i".
+std::string input_name(const NodeInfo& node, size_t i) {
+    if (i < node.input_names.size() && !node.input_names[i].empty()) return "'" + node.input_names[i] + "'";
+    return "input " + std::to_string(i);
+}
+
+// The kernel of "matmul" for a weight type: matmul_f32 for the float types, else the quantized row its
+// traits name; every other type is refused here, naming the tensor, its type and what does run.
+const OpDef& choose_matmul(const NodeInfo& node) {
+    if (node.inputs.size() != 2)
+        throw PlanError(node, "expects 2 inputs (x, weight), got " + std::to_string(node.inputs.size()));
+    const TensorDesc& w = node.inputs[1];
+    if (w.dtype == DType::F32 || w.dtype == DType::F16) return kMatmulF32Op;
+    const QuantTraits* traits = quant_traits(w.dtype);
+    if (traits && traits->matmul_kernel)
+        if (const OpDef* op = find_op(traits->matmul_kernel)) return *op;
+    std::string runs = "f32, f16";
+    for (const DTypeTraits& t : dtype_table())
+        if (const QuantTraits* tr = quant_traits(t.type); tr && tr->matmul_kernel) runs += std::string(", ") + t.name;
+    throw PlanError(node, "weight " + input_name(node, 1) + " is " + w.str() + ": graphrun has no matmul kernel for " +
+                              dtype_name(w.dtype) + " weights (it multiplies " + runs + ")");
+}
 
 }  // namespace
 
 std::span<const OpDef* const> op_table() {
-    return kOps;
+    return all_ops();
 }
 
 const OpDef* find_op(std::string_view kernel_name) {
-    for (const OpDef* op : kOps)
+    for (const OpDef* op : all_ops())
         if (kernel_name == op->name) return op;
     return nullptr;
 }
 
 const OpDef* find_graph_op(std::string_view op) {
-    for (const OpDef* row : kOps)
+    for (const OpDef* row : all_ops())
         if (op == row->op_name()) return row;
     return nullptr;
 }
 
 const OpDef& choose_kernel(const NodeInfo& node) {
-    std::string kernel = node.op;
-    if (node.op == "matmul") {
-        if (node.inputs.size() != 2)
-            throw PlanError(node, "expects 2 inputs (x, weight), got " + std::to_string(node.inputs.size()));
-        switch (node.inputs[1].dtype) {
-            case DType::F32:
-            case DType::F16:
-                kernel = "matmul_f32";
-                break;
-            case DType::Q8_0:
-                kernel = "matmul_q8";
-                break;
-            case DType::Q4_0:
-                kernel = "matmul_q4";
-                break;
-            default:
-                throw PlanError(node, std::string("no matmul kernel for weights of type ") +
-                                          dtype_name(node.inputs[1].dtype));
-        }
-    }
-    const OpDef* op = find_op(kernel);
+    if (node.op == "matmul") return choose_matmul(node);
+    const OpDef* op = find_op(node.op);
     if (!op) throw PlanError(node, "unknown op '" + node.op + "'");
     return *op;
 }

@@ -34,6 +34,8 @@ struct NodeInfo {
     std::string op;    // op as written in the graph, e.g. "matmul"
     std::vector<TensorDesc> inputs;
     OpParams params;
+    std::vector<std::string> input_names;  // the tensors behind `inputs` ("blk.3.attn_q.weight"), for
+                                           // messages; the planner fills it, may be empty elsewhere
 };
 
 // Errors read like "[rmsnorm] node 'blk.0.attn_norm': weight has 63 elements, input rows have 64".
@@ -168,8 +170,10 @@ const OpDef* find_op(std::string_view kernel_name);
 // every kernel of that op shares. nullptr for an op no row serves.
 const OpDef* find_graph_op(std::string_view op);
 
-// Picks the kernel for a graph op given its inputs: "matmul" with a Q8_0 weight -> "matmul_q8".
-// Ops with a single kernel map to themselves. Throws PlanError for an unknown op or weight type.
+// Picks the kernel for a graph op given its inputs: "matmul" with a Q8_0 weight -> "matmul_q8", with a
+// Q4_K weight -> "matmul_q4_k" (the weight type's QuantTraits row names it). Ops with a single kernel
+// map to themselves. Throws PlanError for an unknown op, or naming the weight tensor, its type and
+// the op when no kernel runs that type.
 const OpDef& choose_kernel(const NodeInfo& node);
 
 }  // namespace graphrun::ops

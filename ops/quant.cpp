@@ -1,7 +1,7 @@
-// ops/quant.cpp — reference (scalar) quantizers, dot products and the QuantTraits table.
-//
-// The SIMD paths live in ops/quant_avx2.cpp and ops/quant_avx512.cpp; this file picks among them
-// once, from what the CPU reports, so the same binary runs on any x86-64.
+// ops/quant.cpp — the Q8_0 / Q4_0 reference quantizers and scalar paths, and the fp16 table. (Q4_1,
+// Q5_0, Q5_1, Q8_1: ops/quant_legacy.cpp; the super-block types:
+// ops/quant_k.cpp, quant_k_dot.cpp, quant_iq4.cpp; SIMD paths: ops/quant_avx2*.cpp,
+// quant_avx512.cpp; the traits table that picks among them: ops/quant_traits.cpp.)
 #include "ops/quant.h"
 
 #include <algorithm>
@@ -121,93 +121,5 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
 }
 
 }  // namespace scalar
-
-// ---- the traits table ----
-
-namespace {
-
-void quantize_f32(const float* x, void* y, int64_t n) {
-    std::memcpy(y, x, size_t(n) * sizeof(float));
-}
-void dequantize_f32(const void* x, float* y, int64_t n) {
-    std::memcpy(y, x, size_t(n) * sizeof(float));
-}
-
-void quantize_f16(const float* x, void* y, int64_t n) {
-    if (active_simd_level() >= SimdLevel::Avx2) return avx2::f32_to_f16_row(x, static_cast<uint16_t*>(y), n);
-    scalar::f32_to_f16_row(x, static_cast<uint16_t*>(y), n);
-}
-void dequantize_f16(const void* x, float* y, int64_t n) {
-    const auto* h = static_cast<const uint16_t*>(x);
-    if (active_simd_level() >= SimdLevel::Avx2) return avx2::f16_to_f32_row(h, y, n);
-    scalar::f16_to_f32_row(h, y, n);
-}
-
-void quantize_q8_0(const float* x, void* y, int64_t n) {
-    // Weights and activations alike get the reference rounding; the AVX2 version is bit-identical.
-    if (active_simd_level() >= SimdLevel::Avx2)
-        return avx2::quantize_row_q8_0(x, static_cast<block_q8_0*>(y), n);
-    quantize_row_q8_0_ref(x, static_cast<block_q8_0*>(y), n);
-}
-void dequantize_q8_0(const void* x, float* y, int64_t n) {
-    dequantize_row_q8_0(static_cast<const block_q8_0*>(x), y, n);
-}
-void quantize_q4_0(const float* x, void* y, int64_t n) {
-    quantize_row_q4_0_ref(x, static_cast<block_q4_0*>(y), n);
-}
-void dequantize_q4_0(const void* x, float* y, int64_t n) {
-    dequantize_row_q4_0(static_cast<const block_q4_0*>(x), y, n);
-}
-
-// Indexed by DType; built once, for the active SIMD level.
-struct TraitsTable {
-    std::array<QuantTraits, 4> rows;
-    TraitsTable() {
-        VecDotFn dot_q8 = scalar::vec_dot_q8_0_q8_0, dot_q4 = scalar::vec_dot_q4_0_q8_0;
-        switch (active_simd_level()) {
-            case SimdLevel::Avx512:
-                dot_q8 = avx512::vec_dot_q8_0_q8_0;
-                dot_q4 = avx512::vec_dot_q4_0_q8_0;
-                break;
-            case SimdLevel::Avx2:
-                dot_q8 = avx2::vec_dot_q8_0_q8_0;
-                dot_q4 = avx2::vec_dot_q4_0_q8_0;
-                break;
-            case SimdLevel::Scalar:
-                break;
-        }
-        rows = {{
-            {DType::F32, quantize_f32, dequantize_f32, nullptr, DType::F32},
-            {DType::F16, quantize_f16, dequantize_f16, nullptr, DType::F32},
-            {DType::Q4_0, quantize_q4_0, dequantize_q4_0, dot_q4, DType::Q8_0},
-            {DType::Q8_0, quantize_q8_0, dequantize_q8_0, dot_q8, DType::Q8_0},
-        }};
-    }
-};
-
-}  // namespace
-
-const QuantTraits* quant_traits(DType type) {
-    static const TraitsTable table;
-    for (const QuantTraits& t : table.rows)
-        if (t.type == type) return &t;
-    return nullptr;
-}
-
-VecDot4Fn active_vec_dot4(DType weight_type) {
-    if (active_simd_level() != SimdLevel::Avx512) return nullptr;
-    if (weight_type == DType::Q8_0) return avx512::vec_dot4_q8_0_q8_0;
-    if (weight_type == DType::Q4_0) return avx512::vec_dot4_q4_0_q8_0;
-    return nullptr;
-}
-
-void dequantize_row(DType type, const void* row, float* y, int64_t n) {
-    const QuantTraits* t = quant_traits(type);
-    // Only i32 has no row: its tensors are token ids, never weights. Callers check at plan time.
-    if (!t)
-        throw std::invalid_argument(std::string("dequantize_row: no float conversion for ") +
-                                    dtype_name(type));
-    t->dequantize_row(row, y, n);
-}
 
 }  // namespace graphrun::ops

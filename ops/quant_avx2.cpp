@@ -1,4 +1,6 @@
-// ops/quant_avx2.cpp — AVX2 + FMA + F16C paths for Q8_0 / Q4_0 dot products and row conversions.
+// ops/quant_avx2.cpp — AVX2 + FMA + F16C paths for the 32-weight block dot products (Q8_0, Q4_0,
+// Q5_0 against Q8_0; Q4_1, Q5_1 against Q8_1) and row conversions. (The super-block types are in
+// ops/quant_avx2_k.cpp.)
 //
 // Built without -march flags: each kernel carries __attribute__((target)), and the exported
 // functions are plain wrappers, so nothing here runs unless cpu_features().avx2 said it may.
@@ -7,7 +9,9 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 
+#include "ops/quant_avx2_util.h"
 #include "ops/quant_kernels.h"
 #include "runtime/fp16.h"
 
@@ -15,23 +19,14 @@ namespace graphrun::ops {
 
 namespace {
 
-#define GR_AVX2 __attribute__((target("avx2,fma,f16c")))
-
-GR_AVX2 inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+using avx2_util::hsum;
+using avx2_util::load32;
+using avx2_util::nibbles32;
 
 // d_w * d_x in all 8 lanes. Both scales are broadcast straight from the fp16 table in memory (pure
 // loads), which leaves the shuffle port to the dot products; the product is the scalar path's.
 GR_AVX2 inline __m256 block_scale(const float* f16, uint16_t dw, uint16_t dx) {
     return _mm256_mul_ps(_mm256_broadcast_ss(f16 + dw), _mm256_broadcast_ss(f16 + dx));
-}
-
-GR_AVX2 inline __m256i load32(const int8_t* p) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
 // 32 signed bytes · 32 signed bytes -> 8 int32 partial sums (4 products each).
@@ -46,17 +41,36 @@ GR_AVX2 inline __m256 block_q8(const block_q8_0& w, const block_q8_0& x, const f
 }
 
 // Q4_0 weights are nibble - 8, so w · x = nibble · x - 8 · x, both as maddubs (unsigned · signed):
-// the nibbles (0..15) are already the unsigned operand. The 16 packed bytes are broadcast to both
-// halves and the upper half shifted by 4, so the vector holds nibbles 0..15 then 16..31 in order.
+// the nibbles (0..15, in weight order by nibbles32) are already the unsigned operand.
 // int16 pair sums: |2 * 15 * 127 - 2 * 8 * (-127)| < 32767.
 GR_AVX2 inline __m256 block_q4(const block_q4_0& w, const block_q8_0& x, const float* f16, __m256 acc) {
-    const __m256i packed =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs)));
-    const __m256i nibbles = _mm256_and_si256(
-        _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0f));
+    const __m256i nibbles = nibbles32(w.qs);
     const __m256i xq = load32(x.qs);
     const __m256i pairs =
         _mm256_sub_epi16(_mm256_maddubs_epi16(nibbles, xq), _mm256_maddubs_epi16(_mm256_set1_epi8(8), xq));
+    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
+}
+
+// The fifth bits of a Q5 block as bytes of 16 (or 0) in weight order: byte j takes bit j of qh.
+// Each byte picks the qh byte holding its bit (bytes 0..7 from qh[0], ...) and tests its own bit.
+GR_AVX2 inline __m256i fifth_bits(const uint8_t* qh) {
+    uint32_t bits;
+    std::memcpy(&bits, qh, sizeof bits);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(int32_t(bits)),
+        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
+}
+
+// Q5_0 weights are q - 16 with q = nibble | fifth bit (0..31): w · x = q · x - 16 · x, as for Q4_0.
+// int16 pair sums: 2 * 31 * 127 + 2 * 16 * 127 < 32767.
+GR_AVX2 inline __m256 block_q5_0_dot(const block_q5_0& w, const block_q8_0& x, const float* f16, __m256 acc) {
+    const __m256i q = _mm256_or_si256(nibbles32(w.qs), fifth_bits(w.qh));
+    const __m256i xq = load32(x.qs);
+    const __m256i pairs =
+        _mm256_sub_epi16(_mm256_maddubs_epi16(q, xq), _mm256_maddubs_epi16(_mm256_set1_epi8(16), xq));
     const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
     return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
 }
@@ -82,12 +96,59 @@ GR_AVX2 inline float dot_rows(int64_t n, const WBlock* w, const block_q8_0* x) {
     return hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
 }
 
+// Q4_1 / Q5_1 against Q8_1: w = d q + m, so w · x = d_w d_x (q · x) + m s_x. The quants are
+// unsigned (0..15 or 0..31), one maddubs; the min terms are summed in a float of their own, block by
+// block, as the scalar path does.
+GR_AVX2 inline __m256i quants_q4_1(const block_q4_1& w) { return nibbles32(w.qs); }
+GR_AVX2 inline __m256i quants_q5_1(const block_q5_1& w) {
+    return _mm256_or_si256(nibbles32(w.qs), fifth_bits(w.qh));
+}
+
+template <typename WBlock, __m256i (*Quants)(const WBlock&)>
+GR_AVX2 inline __m256 block_with_min(const WBlock& w, const block_q8_1& x, const float* f16, __m256 acc,
+                                     float& mins) {
+    mins += f16[w.m] * f16[x.s];
+    const __m256i sums = avx2_util::dot_u8_i8(Quants(w), load32(x.qs));
+    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
+}
+
+template <typename WBlock, __m256i (*Quants)(const WBlock&)>
+GR_AVX2 inline float dot_rows_with_min(int64_t n, const WBlock* w, const block_q8_1* x) {
+    const float* f16 = fp16_to_f32_table();
+    const int64_t nb = n / kQK;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    float mins = 0.0f;
+    int64_t b = 0;
+    for (; b + 3 < nb; b += 4) {
+        _mm_prefetch(reinterpret_cast<const char*>(w + nb + b), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w + nb + b + 2), _MM_HINT_T0);
+        acc0 = block_with_min<WBlock, Quants>(w[b], x[b], f16, acc0, mins);
+        acc1 = block_with_min<WBlock, Quants>(w[b + 1], x[b + 1], f16, acc1, mins);
+        acc2 = block_with_min<WBlock, Quants>(w[b + 2], x[b + 2], f16, acc2, mins);
+        acc3 = block_with_min<WBlock, Quants>(w[b + 3], x[b + 3], f16, acc3, mins);
+    }
+    for (; b < nb; ++b) acc0 = block_with_min<WBlock, Quants>(w[b], x[b], f16, acc0, mins);
+    return hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3))) + mins;
+}
+
 GR_AVX2 float dot_q8_q8(int64_t n, const block_q8_0* w, const block_q8_0* x) {
     return dot_rows<block_q8_0, block_q8>(n, w, x);
 }
 
 GR_AVX2 float dot_q4_q8(int64_t n, const block_q4_0* w, const block_q8_0* x) {
     return dot_rows<block_q4_0, block_q4>(n, w, x);
+}
+
+GR_AVX2 float dot_q5_0_q8(int64_t n, const block_q5_0* w, const block_q8_0* x) {
+    return dot_rows<block_q5_0, block_q5_0_dot>(n, w, x);
+}
+
+GR_AVX2 float dot_q4_1_q8_1(int64_t n, const block_q4_1* w, const block_q8_1* x) {
+    return dot_rows_with_min<block_q4_1, quants_q4_1>(n, w, x);
+}
+
+GR_AVX2 float dot_q5_1_q8_1(int64_t n, const block_q5_1* w, const block_q8_1* x) {
+    return dot_rows_with_min<block_q5_1, quants_q5_1>(n, w, x);
 }
 
 GR_AVX2 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
@@ -142,8 +203,6 @@ GR_AVX2 void quantize_q8(const float* x, block_q8_0* y, int64_t n) {
     }
 }
 
-#undef GR_AVX2
-
 }  // namespace
 
 namespace avx2 {
@@ -153,6 +212,15 @@ float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x) {
 }
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x) {
     return dot_q4_q8(n, static_cast<const block_q4_0*>(w), static_cast<const block_q8_0*>(x));
+}
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x) {
+    return dot_q5_0_q8(n, static_cast<const block_q5_0*>(w), static_cast<const block_q8_0*>(x));
+}
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* x) {
+    return dot_q4_1_q8_1(n, static_cast<const block_q4_1*>(w), static_cast<const block_q8_1*>(x));
+}
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* x) {
+    return dot_q5_1_q8_1(n, static_cast<const block_q5_1*>(w), static_cast<const block_q8_1*>(x));
 }
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
     f16_to_f32(x, y, n);

@@ -16,26 +16,56 @@ namespace graphrun::ops {
 
 // The dispatch level (cpu_features(), active_simd_level(), GRAPHRUN_SIMD) is ops/cpu.h's.
 
-// ggml's reference quantizers (quantize_row_q8_0_ref / quantize_row_q4_0_ref), bit for bit, so files
-// graphrun writes equal llama-quantize's. n is a multiple of 32.
+// ---- reference quantizers and dequantizers ----
+// ggml's reference quantizers (its quantize_row_*_ref, and for IQ4_XS quantize_iq4_xs without an
+// importance matrix), bit for bit, so files graphrun writes equal llama-quantize's. n is a multiple
+// of the block size. docs/quantization.md describes each algorithm.
 //   Q8_0: d = amax / 127, q = round(x / d)
 //   Q4_0: m = the element of largest magnitude (signed), d = m / -8, q = min(15, int8(x / d + 8.5))
 // Both scale by 1/d of the float d and store d rounded to fp16, as ggml does.
 void quantize_row_q8_0_ref(const float* x, block_q8_0* y, int64_t n);
 void quantize_row_q4_0_ref(const float* x, block_q4_0* y, int64_t n);
+void quantize_row_q4_1_ref(const float* x, block_q4_1* y, int64_t n);
+void quantize_row_q5_0_ref(const float* x, block_q5_0* y, int64_t n);
+void quantize_row_q5_1_ref(const float* x, block_q5_1* y, int64_t n);
+void quantize_row_q8_1_ref(const float* x, block_q8_1* y, int64_t n);
+void quantize_row_q4_k_ref(const float* x, block_q4_K* y, int64_t n);
+void quantize_row_q5_k_ref(const float* x, block_q5_K* y, int64_t n);
+void quantize_row_q6_k_ref(const float* x, block_q6_K* y, int64_t n);
+void quantize_row_q8_k_ref(const float* x, block_q8_K* y, int64_t n);
+void quantize_row_iq4_xs_ref(const float* x, block_iq4_xs* y, int64_t n);
+
 void dequantize_row_q8_0(const block_q8_0* x, float* y, int64_t n);
 void dequantize_row_q4_0(const block_q4_0* x, float* y, int64_t n);
+void dequantize_row_q4_1(const block_q4_1* x, float* y, int64_t n);
+void dequantize_row_q5_0(const block_q5_0* x, float* y, int64_t n);
+void dequantize_row_q5_1(const block_q5_1* x, float* y, int64_t n);
+void dequantize_row_q8_1(const block_q8_1* x, float* y, int64_t n);
+void dequantize_row_q4_k(const block_q4_K* x, float* y, int64_t n);
+void dequantize_row_q5_k(const block_q5_K* x, float* y, int64_t n);
+void dequantize_row_q6_k(const block_q6_K* x, float* y, int64_t n);
+void dequantize_row_q8_k(const block_q8_K* x, float* y, int64_t n);
+void dequantize_row_iq4_xs(const block_iq4_xs* x, float* y, int64_t n);
 
 // All 65536 halves as floats, built once. SIMD kernels read a block's scale with one load (and can
 // broadcast it straight from memory), which is cheaper than converting it in registers.
 const float* fp16_to_f32_table();
 
-// Weight row · activation row, n elements (a multiple of 32). The activation row is always Q8_0.
-// All paths compute sum over blocks of (integer block dot) * d_w * d_x; they differ only in the
-// order the float products are added.
+// ---- dot products: weight row · activation row (the traits' vec_dot_type), n elements ----
+// 32-weight blocks: sum over blocks of (integer block dot) * d_w * d_x (+ m_w * s_x for Q4_1 / Q5_1);
+// the paths differ only in the order the float products are added.
+// Super-blocks (Q4_K, Q5_K, Q6_K, IQ4_XS against Q8_K): exact integer sums per super-block folded in
+// with k_superblock_total (ops/quant_k_common.h), so every path gives the scalar path's bits.
 namespace scalar {
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* x);
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* x);
+float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace scalar
@@ -43,32 +73,37 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 namespace avx2 {
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* x);
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* x);
+float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);  // F16C; bit-exact with scalar::
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);  // F16C, round to nearest even
 // quantize_row_q8_0_ref's result, bit for bit, 8 floats at a time (activations, once per matmul).
 void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n);
 }  // namespace avx2
 
-// Four weight rows, w_stride bytes apart, · one activation row -> out[0..3]: what vec_dot gives for
-// each row, up to float rounding. The matmul's inner loop; sharing the activation's loads, scales and
-// zero-point correction across the rows saves about a third of the vector work per weight byte.
-using VecDot4Fn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* x, float* out);
-
 namespace avx512 {
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
+// Four weight rows at once: what vec_dot gives for each row, up to float rounding. Sharing the
+// activation's loads, scales and zero-point correction across the rows saves about a third of the
+// vector work per weight byte.
 void vec_dot4_q8_0_q8_0(int64_t n, const void* w, int64_t w_stride, const void* x, float* out);
 void vec_dot4_q4_0_q8_0(int64_t n, const void* w, int64_t w_stride, const void* x, float* out);
 }  // namespace avx512
 
-// The four-row kernel of the active level for Q8_0 / Q4_0 weights; nullptr where the level has none
-// (callers then use the traits' vec_dot row by row).
-VecDot4Fn active_vec_dot4(DType weight_type);
+// The traits row of `type` with the kernels of `level` (which the CPU must support), for tests and
+// benchmarks that run one path; quant_traits() is this for active_simd_level().
+// nullptr where quant_traits(type) is.
+const QuantTraits* quant_traits_at(DType type, SimdLevel level);
 
-// matmul_q8_run / matmul_q4_run (ops/matmul_quant.cpp) with the dot kernels given explicitly
-// (W's dtype picks the row size): same args, work units and scratch contract as the op's run.
-// dot4 may be nullptr (rows one at a time). Tests and benchmarks run the op's loop on each path.
-void matmul_quant_run_with(const KernelArgs& args, int64_t begin, int64_t end, VecDotFn dot,
-                           VecDot4Fn dot4 = nullptr);
+// The matmul op's row loop (ops/matmul_quant.cpp) with a given traits row, whose vec_dot / vec_dot4
+// it uses: same args, work units and scratch contract as the op's run. Tests and benchmarks run
+// the op's loop on each path this way.
+void matmul_quant_run_with(const KernelArgs& args, int64_t begin, int64_t end, const QuantTraits& traits);
 
 }  // namespace graphrun::ops

@@ -116,7 +116,7 @@ struct OpCall {
         return a;
     }
     ops::NodeInfo node(const std::string& op) const {
-        ops::NodeInfo n{"test." + op, op, {}, params};
+        ops::NodeInfo n{"test." + op, op, {}, params, {}};
         for (const TestTensor& t : in) n.inputs.push_back(t.desc());
         return n;
     }

@@ -278,6 +278,30 @@ TEST(OpsEmbedding, RowsDecodeLikeTheTableInEveryType) {
     }
 }
 
+// The other block types: every type with a dequantize_row is a valid table, and the lookup is that
+// row's decoding (the decoders themselves are checked against ggml in tests/quant_ggml_test.cpp).
+TEST(OpsEmbedding, EveryTypeWithADecoderIsATable) {
+    const std::vector<int32_t> ids = {2, 0, 2, 1};
+    int types = 0;
+    for (const DTypeTraits& t : dtype_table()) {
+        const ops::QuantTraits* tr = ops::quant_traits(t.type);
+        if (!tr || !tr->dequantize_row || t.type == DType::F32 || t.type == DType::F16) continue;
+        const int64_t n_embd = 2 * t.block_size;
+        const TestTensor table = make_table(t.type, 3, n_embd, 7);
+        OpCall c = embedding_call(table, ids);
+        expect_matches_reference("embedding", c, 0.0 + 1e-30);
+        run_op(op_row("embedding"), c.args(), true);
+        const std::vector<float> y = c.out.floats();
+        for (size_t i = 0; i < ids.size(); ++i) {
+            std::vector<float> want(static_cast<size_t>(n_embd));
+            tr->dequantize_row(table.bytes.data() + ids[i] * row_bytes(t.type, n_embd), want.data(), n_embd);
+            for (int64_t j = 0; j < n_embd; ++j) ASSERT_EQ(y[i * size_t(n_embd) + size_t(j)], want[size_t(j)]) << t.name;
+        }
+        ++types;
+    }
+    EXPECT_GE(types, 9);  // q4_0 .. q8_1, the K types and their Q8_K, iq4_xs
+}
+
 TEST(OpsEmbedding, OutOfRangeIdNeverReadsOutsideTheTable) {
     const TestTensor table = make_table(DType::F32, 4, 8, 3);
     OpCall c = embedding_call(table, {1, 4, -1, 2});

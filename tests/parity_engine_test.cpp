@@ -38,10 +38,13 @@ TEST_P(ExpectedJson, GreedyIdsEqualLlamaCpps) {
     const auto prompt = expected["prompt_ids"].get<std::vector<int32_t>>();
     const auto want = expected["greedy_ids"][file].get<std::vector<int32_t>>();
     EXPECT_EQ(graphrun_greedy(model, prompt, int(want.size())), want) << file;
+    EXPECT_EQ(graphrun_greedy(model, prompt, int(want.size()), 1), want) << file << " with one thread";
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, ExpectedJson,
-                         ::testing::Values("stories260K.gguf", "rand256-F32.gguf", "rand256-Q8_0.gguf"),
+                         ::testing::Values("stories260K.gguf", "rand256-F32.gguf", "rand256-Q8_0.gguf",
+                                           "rand256-Q4_0.gguf", "rand256-Q4_K_M.gguf", "rand256-Q5_K_M.gguf",
+                                           "rand256-Q6_K.gguf"),
                          [](const auto& info) {
                              std::string name = info.param.substr(0, info.param.find('.'));
                              for (char& c : name)

@@ -98,7 +98,7 @@ struct QuantMatmul {
         : x(std::move(xf)),
           y(size_t(n_tokens * n), NAN),
           w(quantize_matrix(wtype, wf, n, k)),
-          scratch(size_t(n_tokens * row_bytes(DType::Q8_0, k))) {
+          scratch(size_t(n_tokens * row_bytes(quant_traits(wtype)->vec_dot_type, k))) {
         args.n_in = 2;
         args.in[0] = tensor_ref(DType::F32, {n_tokens, k}, x.data());
         args.in[1] = tensor_ref(wtype, {n, k}, w.data());
