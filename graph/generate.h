@@ -6,6 +6,7 @@
 #include <functional>
 #include <span>
 
+#include "graph/profile.h"
 #include "graph/session.h"
 #include "runtime/text/sampler.h"
 
@@ -29,7 +30,8 @@ struct GenerationStats {
 // produced (n_predict < 0: until the context is full), or the context is full (stats say which).
 // The prompt tokens are accepted into the
 // sampler's history first, so repetition penalties see them, as in llama.cpp.
+// With a profiler, the prompt's runs are recorded under the section "prompt", the rest under "decode".
 GenerationStats generate(Session& session, Sampler& sampler, std::span<const int32_t> prompt, int64_t n_predict,
-                         const std::function<bool(int32_t token)>& on_token);
+                         const std::function<bool(int32_t token)>& on_token, Profiler* profiler = nullptr);
 
 }  // namespace graphrun::graph

@@ -191,7 +191,10 @@ std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, KvCache& kv) {
     steps.reserve(plan.steps.size());
     for (const PlanStep& ps : plan.steps) {
         Step step;
-        step.label = plan.tensors[ps.output].name + " (" + ps.op->name + ")";
+        step.node = plan.tensors[ps.output].name;
+        step.kernel = ps.op->name;
+        step.flops = ps.op->flops;
+        step.label = step.node + " (" + ps.op->name + ")";
         KernelArgs& args = step.args;
         args.n_in = int(ps.inputs.size());
         for (int i = 0; i < args.n_in; ++i) args.in[i] = ref(ps.inputs[i]);

@@ -68,6 +68,8 @@ public:
     int64_t n_vocab() const { return n_vocab_; }
     int n_threads() const { return executor_.n_threads(); }
     const Model& model() const { return *model_; }
+    // Every step of later evals is timed into `timeline` (graph/profile.h); nullptr stops that.
+    void set_timeline(StepTimeline* timeline) { executor_.set_timeline(timeline); }
 
     // The plan used for batches of n_tokens (made and cached on first use).
     const Plan& plan(int64_t n_tokens) { return bound(n_tokens).plan; }

@@ -15,27 +15,35 @@ Executor::Executor(int n_threads)
 
 Executor::~Executor() = default;
 
-void Executor::run_phase(KernelFn fn, const KernelArgs& args, int64_t items, int64_t grain) {
+void Executor::run_phase(int step, int phase, KernelFn fn, const KernelArgs& args, int64_t items, int64_t grain) {
     if (items <= 0) return;
-    if (n_threads_ == 1 || items <= grain) {
-        fn(args, 0, items);
-        return;
-    }
+    auto run_range = [&](int64_t begin, int64_t end) {
+        if (!timeline_) return fn(args, begin, end);
+        const int64_t start = StepTimeline::now_ns();
+        fn(args, begin, end);
+        const int thread = n_threads_ == 1 ? 0 : tbb::this_task_arena::current_thread_index();
+        timeline_->range_done(thread, {step, phase, begin, end, start, StepTimeline::now_ns()});
+    };
+    if (n_threads_ == 1 || items <= grain) return run_range(0, items);
     // Static partitioning: ranges of equal size, one or a few per thread, because the work per
     // unit is uniform and the fewer hand-offs the better for a memory-bound matmul.
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, items, size_t(grain)),
-        [&](const tbb::blocked_range<int64_t>& r) { fn(args, r.begin(), r.end()); },
-        tbb::static_partitioner());
+        [&](const tbb::blocked_range<int64_t>& r) { run_range(r.begin(), r.end()); }, tbb::static_partitioner());
 }
 
 void Executor::run(std::span<const Step> steps) {
+    if (timeline_) timeline_->start_run(steps.size(), n_threads_);
     arena_->execute([&] {
-        for (const Step& step : steps) {
-            if (step.prepare) run_phase(step.prepare, step.args, step.prepare_items, 1);
-            run_phase(step.run, step.args, step.run_items, step.grain);
+        for (size_t i = 0; i < steps.size(); ++i) {
+            const Step& step = steps[i];
+            const int64_t start = timeline_ ? StepTimeline::now_ns() : 0;
+            if (step.prepare) run_phase(int(i), 0, step.prepare, step.args, step.prepare_items, 1);
+            run_phase(int(i), 1, step.run, step.args, step.run_items, step.grain);
+            if (timeline_) timeline_->step_done(i, start, StepTimeline::now_ns());
         }
     });
+    if (timeline_) timeline_->finish_run(steps);
 }
 
 }  // namespace graphrun

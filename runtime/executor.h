@@ -11,6 +11,7 @@
 #include <tbb/task_arena.h>
 
 #include "runtime/kernel.h"
+#include "runtime/step_timeline.h"
 
 namespace graphrun {
 
@@ -24,10 +25,14 @@ public:
     void run(std::span<const Step> steps);
     int n_threads() const { return n_threads_; }
 
+    // Record every step's and every range's times into `timeline` (nullptr: stop recording).
+    void set_timeline(StepTimeline* timeline) { timeline_ = timeline; }
+
 private:
-    void run_phase(KernelFn fn, const KernelArgs& args, int64_t items, int64_t grain);
+    void run_phase(int step, int phase, KernelFn fn, const KernelArgs& args, int64_t items, int64_t grain);
     int n_threads_;
     std::unique_ptr<tbb::task_arena> arena_;
+    StepTimeline* timeline_ = nullptr;
 };
 
 }  // namespace graphrun

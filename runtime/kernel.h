@@ -108,6 +108,9 @@ using KernelFn = void (*)(const KernelArgs& args, int64_t begin, int64_t end);
 
 struct Step {
     std::string label;  // "blk.0.attn_q (matmul_f32)": for plan dumps and errors, not used while running
+    std::string node;   // "blk.0.attn_q": the graph node (for profiles and traces)
+    const char* kernel = nullptr;                      // "matmul_f32": the op table row's name
+    double (*flops)(const KernelArgs& args) = nullptr;  // the op's FLOP count, for profiles
     KernelFn prepare = nullptr;  // optional first phase (for example: quantize activations once)
     int64_t prepare_items = 0;
     KernelFn run = nullptr;

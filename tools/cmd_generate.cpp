@@ -48,6 +48,8 @@ struct GenerateOptions {
     int64_t batch = 0;      // batch size of the dumped plan (default: the prompt's length, or 1)
     SamplerParams sampling;
     bool temperature_given = false;
+    bool profile = false;
+    std::string trace_path;
 };
 
 std::vector<int32_t> parse_token_list(const std::string& text) {
@@ -123,7 +125,8 @@ void report(const graph::Session& session, const graph::GenerationStats& s, int6
 }
 
 // Token ids in, greedy (unless --temp is given) token ids out, exactly n_predict of them.
-void run_token_mode(graph::Session& session, const GenerateOptions& opt, const std::vector<int32_t>& prompt) {
+void run_token_mode(graph::Session& session, const GenerateOptions& opt, const std::vector<int32_t>& prompt,
+                    graph::Profiler* profiler) {
     SamplerParams params = opt.sampling;
     if (!opt.temperature_given) params.temperature = 0.0f;
     Sampler sampler(params, int32_t(session.n_vocab()));
@@ -133,7 +136,7 @@ void run_token_mode(graph::Session& session, const GenerateOptions& opt, const s
         std::fflush(stdout);
         first = false;
         return true;
-    });
+    }, profiler);
     std::printf("\n");
     if (stats.context_full && stats.generated_tokens < opt.n_predict) note_context_full(session);
     report(session, stats, session.plan(1).weight_bytes);
@@ -172,7 +175,8 @@ struct Conversation {
 };
 
 // Text in, streamed text out until an end-of-generation token or n_predict tokens.
-void run_text_mode(graph::Session& session, const GenerateOptions& opt, const std::string& first_prompt) {
+void run_text_mode(graph::Session& session, const GenerateOptions& opt, const std::string& first_prompt,
+                   graph::Profiler* profiler) {
     const Tokenizer tokenizer = [&] {
         try {
             return Tokenizer::from_gguf(session.model().file());
@@ -238,7 +242,7 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
             std::fflush(stdout);
             if (opt.interactive) turns.kept.push_back(token);
             return true;
-        });
+        }, profiler);
         std::fputs(stream.flush().c_str(), stdout);
         std::fputs("\n", stdout);
         std::fflush(stdout);
@@ -260,6 +264,8 @@ void run_generate(GenerateOptions opt) {
     if (opt.model_path.empty()) opt.model_path = graph::default_model_path();
     if (opt.graph_path.empty()) opt.graph_path = graph::default_graph_path();
     if (!opt.prompt_file.empty()) opt.prompt = read_prompt_file(opt.prompt_file);
+    std::optional<graph::Profiler> profiler;  // outlives the session, which points at it while running
+    if (opt.profile || !opt.trace_path.empty()) profiler.emplace(opt.profile, opt.trace_path);
     const auto load_start = std::chrono::steady_clock::now();
     auto model = graph::Model::load(opt.model_path, opt.graph_path);
     if (opt.check_weights) check_weights_are_finite(*model);
@@ -282,6 +288,7 @@ void run_generate(GenerateOptions opt) {
     if (opt.conversation) {
         if (!prompt_ids.empty()) throw std::runtime_error("--conversation takes text, not --tokens");
         if (opt.interactive) throw std::runtime_error("give either --conversation or -i, not both");
+        session.set_timeline(profiler ? &*profiler : nullptr);  // every turn's runs, as one section
         run_conversation(session,
                          {.system = opt.system,
                           .chat_template = opt.chat_template,
@@ -290,11 +297,17 @@ void run_generate(GenerateOptions opt) {
                           .verbose_prompt = opt.verbose_prompt,
                           .sampling = opt.sampling},
                          std::cin);
+        session.set_timeline(nullptr);
     } else if (!prompt_ids.empty()) {
         if (!opt.prompt.empty()) throw std::runtime_error("give either --tokens or a text prompt, not both");
-        run_token_mode(session, opt, prompt_ids);
+        run_token_mode(session, opt, prompt_ids, profiler ? &*profiler : nullptr);
     } else {
-        run_text_mode(session, opt, opt.prompt);
+        run_text_mode(session, opt, opt.prompt, profiler ? &*profiler : nullptr);
+    }
+    if (profiler) {
+        std::fputs(profiler->summary().c_str(), stderr);
+        profiler->write_trace();
+        if (!opt.trace_path.empty()) std::fprintf(stderr, "graphrun: wrote %s\n", opt.trace_path.c_str());
     }
 }
 
@@ -346,6 +359,8 @@ void register_generate(CLI::App& app) {
         ->check(CLI::IsMember({"", "text", "json"}));
     app.add_option("--batch", opt->batch, "batch size of the plan --dump-plan prints")
         ->check(whole_number_in(1, graph::kMaxBatch, "the batch ceiling"));
+    app.add_flag("--profile", opt->profile, "print time per op kind and per graph node (stderr) at the end");
+    app.add_option("--trace", opt->trace_path, "write a Chrome/Perfetto trace of every step on every thread (JSON)");
     app.callback([&app, opt] {
         if (!app.get_subcommands().empty()) return;
         GenerateOptions o = *opt;
