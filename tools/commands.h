@@ -9,6 +9,7 @@ namespace graphrun::tools {
 
 // The default command (no subcommand): plan and run a graph on a model, print tokens or text.
 void register_generate(CLI::App& app);
+void register_bench(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_make_model(CLI::App& app);
 void register_quantize(CLI::App& app);

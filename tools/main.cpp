@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
     CLI::App app{"graphrun: a graph-based Llama inference engine for CPUs"};
     app.require_subcommand(0, 1);
     graphrun::tools::register_generate(app);
+    graphrun::tools::register_bench(app);
     graphrun::tools::register_inspect(app);
     graphrun::tools::register_make_model(app);
     graphrun::tools::register_quantize(app);
