@@ -21,6 +21,14 @@ inline void check_input_count(const NodeInfo& node, size_t expected, const char*
                                   std::to_string(node.inputs.size()));
 }
 
+// For ops with optional trailing inputs: between `min` and `max` inputs.
+inline void check_input_count(const NodeInfo& node, size_t min, size_t max, const char* names) {
+    if (node.inputs.size() < min || node.inputs.size() > max)
+        throw PlanError(node, "expects " + std::to_string(min) + (max == min + 1 ? " or " : " to ") +
+                                  std::to_string(max) + " inputs (" + names + "), got " +
+                                  std::to_string(node.inputs.size()));
+}
+
 inline void check_dtype(const NodeInfo& node, int index, const char* name, DType expected) {
     const TensorDesc& t = node.inputs[index];
     if (t.dtype != expected)

@@ -15,6 +15,7 @@ extern const OpDef kRopeOp;       // ops/rope.cpp
 extern const OpDef kAttentionOp;  // ops/attention.cpp
 extern const OpDef kSwigluOp;     // ops/swiglu.cpp
 extern const OpDef kAddOp;        // ops/add.cpp
+extern const OpDef kAddBiasOp;    // ops/add.cpp
 extern const OpDef kGeluOp;       // ops/gelu.cpp
 extern const OpDef kMulOp;        // ops/mul.cpp
 

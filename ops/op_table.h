@@ -145,6 +145,7 @@ struct OpDef {
     const char* name = nullptr;      // kernel name as the plan dump shows it: "matmul_q8"
     const char* graph_op = nullptr;  // the op a graph names, when several kernels serve it: "matmul"
     int n_inputs = 0;
+    int n_optional_inputs = 0;  // more inputs a node may add after the n_inputs (rope's freq_factors)
     bool in_place = false;  // output may share input 0's memory (same shape and dtype, read before written)
     std::span<const AttrDecl>
         attrs{};          // what a graph may set; every kernel of one graph op declares the same

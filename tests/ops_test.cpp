@@ -366,13 +366,17 @@ TEST(OpTable, ParamsAreReadOnlyAsTheirOwnStruct) {
 
 TEST(OpTable, AttributeDeclarationsSetAndReadTheirField) {
     const ops::OpDef& rope = op_row("rope");
-    ASSERT_EQ(rope.attrs.size(), 3u);
+    ASSERT_EQ(rope.attrs.size(), 4u);
     OpParams p = rope.defaults;
     EXPECT_EQ(p.get<ops::RopeParams>().base, 10000.0f);
     p = rope.attrs[1].set(p, 64);  // head_dim
     EXPECT_EQ(p.get<ops::RopeParams>().head_dim, 64);
     EXPECT_EQ(rope.attrs[1].get(p), 64.0);
     EXPECT_EQ(ops::attr_value_text(rope.attrs[2], p), "10000");
+    EXPECT_EQ(ops::attr_value_text(rope.attrs[3], p), "normal");  // mode, a choice: its word
+    p = rope.attrs[3].set(p, 1);
+    EXPECT_EQ(p.get<ops::RopeParams>().mode, ops::kRopeNeox);
+    EXPECT_EQ(ops::attr_value_text(rope.attrs[3], p), "neox");
 }
 
 }  // namespace
