@@ -1,12 +1,18 @@
-// graph/random_model.cpp — writes random-weight Llama models with llama.cpp's names and layout.
+// graph/random_model.cpp — writes random-weight Llama-family models with llama.cpp's names and layout.
 //
 // Weight scales are chosen so a forward pass stays O(1) and greedy decoding is decisive:
 //   matrices         N(0, 1/sqrt(fan_in))   fan_in = ne[0], the row length each output sums over
 //   token_embd       N(0, 1)                rows enter RMSNorm, only their direction matters
 //   output.weight    N(0, 3/sqrt(n_embd))   logits with std ~3 rarely sit on near-ties
-//   norm weights     1 + N(0, 0.05)         F32, near 1 so no channel is silenced
+//   norm weights     1 + N(0, 0.05)         F32, near 1 so no channel is silenced (qwen3's Q/K norms too)
+//   qwen2 biases     N(0, 0.5)              F32, as converted Qwen2 files keep them
+// A tied model (no output.weight) reads its logits through token_embd, and a row that is large next to
+// what the layers add predicts its own token forever (the residual stream keeps its direction). So tied:
+//   token_embd       N(0, 0.3/sqrt(n_embd)) rows of norm ~0.3, small beside the layers' O(1) elements
+//   output_norm      10 * (1 + N(0, 0.05))  gives the logits back their std ~3
 #include "graph/random_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -26,6 +32,7 @@ constexpr int64_t kFirstNormalToken = 3 + 256;     // <unk> <s> </s> <0x00>..<0x
 constexpr int64_t kMaxWeights = int64_t(1) << 31;  // a sanity bound: the writer holds it all in memory
 constexpr int64_t kMaxDim = int64_t(1) << 24;      // keeps every product of two dims far from overflow
 constexpr double kOutputGain = 3.0;
+constexpr double kTiedEmbeddingNorm = 0.3;
 
 // llama.cpp's token types.
 constexpr int32_t kTypeNormal = 1, kTypeUnknown = 2, kTypeControl = 3, kTypeByte = 6;
@@ -101,7 +108,34 @@ void add_weight(GgufWriter& w, const std::string& name, DType type, std::vector<
 
 }  // namespace
 
+const std::vector<std::string>& random_model_architectures() {
+    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3"};
+    return archs;
+}
+
+std::vector<float> llama3_rope_factors(int64_t head_dim, double rope_base) {
+    constexpr double kFactor = 8, kLowFreqFactor = 1, kHighFreqFactor = 4, kOldContext = 8192;
+    const double low_freq_wavelen = kOldContext / kLowFreqFactor, high_freq_wavelen = kOldContext / kHighFreqFactor;
+    std::vector<float> factors;
+    for (int64_t i = 0; i < head_dim; i += 2) {
+        const double freq = 1.0 / std::pow(rope_base, double(i) / double(head_dim));
+        const double wavelen = 2 * std::numbers::pi / freq;
+        if (wavelen < high_freq_wavelen) {
+            factors.push_back(1.0f);
+        } else if (wavelen > low_freq_wavelen) {
+            factors.push_back(float(kFactor));
+        } else {
+            const double smooth = (kOldContext / wavelen - kLowFreqFactor) / (kHighFreqFactor - kLowFreqFactor);
+            factors.push_back(float(1 / ((1 - smooth) / kFactor + smooth)));
+        }
+    }
+    return factors;
+}
+
 void validate_random_llama(const RandomLlamaSpec& s) {
+    const auto& archs = random_model_architectures();
+    if (std::find(archs.begin(), archs.end(), s.arch) == archs.end())
+        throw std::invalid_argument("arch '" + s.arch + "' is not one of llama, qwen2, qwen3");
     require_range("n_embd", s.n_embd);
     require_range("n_layers", s.n_layers);
     require_range("n_heads", s.n_heads);
@@ -109,15 +143,24 @@ void validate_random_llama(const RandomLlamaSpec& s) {
     require_range("n_ff", s.n_ff);
     require_range("n_vocab", s.n_vocab);
     require_range("n_ctx", s.n_ctx);
-    if (s.n_embd % s.n_heads != 0)
+    if (s.key_length != 0) require_range("key_length", s.key_length);
+    if (s.key_length == 0 && s.n_embd % s.n_heads != 0)
         throw std::invalid_argument("n_embd = " + std::to_string(s.n_embd) +
-                                    " is not divisible by n_heads = " + std::to_string(s.n_heads));
+                                    " is not divisible by n_heads = " + std::to_string(s.n_heads) +
+                                    " (or give the head size, key_length)");
     if (s.n_heads % s.n_kv_heads != 0)
         throw std::invalid_argument("n_heads = " + std::to_string(s.n_heads) +
                                     " is not divisible by n_kv_heads = " + std::to_string(s.n_kv_heads));
     if (s.head_dim() % 2 != 0)
-        throw std::invalid_argument("head_dim = n_embd / n_heads = " + std::to_string(s.head_dim()) +
+        throw std::invalid_argument(std::string(s.key_length > 0 ? "head_dim = key_length = "
+                                                                 : "head_dim = n_embd / n_heads = ") +
+                                    std::to_string(s.head_dim()) +
                                     " must be even (RoPE rotates pairs of dimensions)");
+    if (s.rope_freqs && s.arch != "llama")
+        throw std::invalid_argument("rope_freqs.weight is a Llama 3.1 tensor; llama.cpp's " + s.arch +
+                                    " graph has no place for it");
+    if (!(s.rope_base >= 0.0f) || s.rope_base > 1e12f)
+        throw std::invalid_argument("rope_base = " + std::to_string(s.rope_base) + " must be in 0 .. 1e12");
     if (s.n_vocab < kFirstNormalToken)
         throw std::invalid_argument("n_vocab = " + std::to_string(s.n_vocab) + " must be at least " +
                                     std::to_string(kFirstNormalToken) +
@@ -125,9 +168,12 @@ void validate_random_llama(const RandomLlamaSpec& s) {
     if (s.type != DType::F32 && s.type != DType::F16)
         throw std::invalid_argument(std::string("type ") + dtype_name(s.type) +
                                     " is not supported (f32 or f16)");
-    const int64_t kv_dim = s.n_kv_heads * s.head_dim();
-    const int64_t per_layer =
-        2 * s.n_embd + 2 * s.n_embd * s.n_embd + 2 * s.n_embd * kv_dim + 3 * s.n_embd * s.n_ff;
+    const int64_t q_dim = s.n_heads * s.head_dim(), kv_dim = s.n_kv_heads * s.head_dim();
+    if (q_dim > kMaxDim || kv_dim > kMaxDim)
+        throw std::invalid_argument("n_heads * head_dim = " + std::to_string(q_dim) + " must be at most " +
+                                    std::to_string(kMaxDim));
+    const int64_t per_layer = 2 * s.n_embd + 2 * s.n_embd * q_dim + 2 * s.n_embd * kv_dim +
+                              3 * s.n_embd * s.n_ff + q_dim + 2 * kv_dim + 2 * s.head_dim();
     const int64_t total = 2 * s.n_embd * s.n_vocab + s.n_embd + s.n_layers * per_layer;
     if (per_layer > kMaxWeights || total > kMaxWeights)
         throw std::invalid_argument("the model would have more than " + std::to_string(kMaxWeights) +
@@ -166,20 +212,27 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     } catch (const OutputError& e) {
         throw GgufError(e.what());
     }
-    const int64_t head_dim = s.head_dim(), kv_dim = s.n_kv_heads * head_dim;
+    const int64_t head_dim = s.head_dim(), q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
+    const bool qwen = s.arch == "qwen2" || s.arch == "qwen3";
+    const float rope_base = s.rope_base > 0 ? s.rope_base : qwen ? 1000000.0f : 10000.0f;
+    const std::string a = s.arch + ".";  // metadata prefix
     GgufWriter w;
-    w.set_string("general.architecture", "llama");
+    w.set_string("general.architecture", s.arch);
     w.set_string("general.name", s.name);
     w.set_u32("general.file_type", s.type == DType::F16 ? 1 : 0);  // llama.cpp: ALL_F32 0, MOSTLY_F16 1
-    w.set_u32("llama.context_length", uint32_t(s.n_ctx));
-    w.set_u32("llama.embedding_length", uint32_t(s.n_embd));
-    w.set_u32("llama.block_count", uint32_t(s.n_layers));
-    w.set_u32("llama.feed_forward_length", uint32_t(s.n_ff));
-    w.set_u32("llama.attention.head_count", uint32_t(s.n_heads));
-    w.set_u32("llama.attention.head_count_kv", uint32_t(s.n_kv_heads));
-    w.set_u32("llama.rope.dimension_count", uint32_t(head_dim));
-    w.set_f32("llama.rope.freq_base", 10000.0f);
-    w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    w.set_u32(a + "context_length", uint32_t(s.n_ctx));
+    w.set_u32(a + "embedding_length", uint32_t(s.n_embd));
+    w.set_u32(a + "block_count", uint32_t(s.n_layers));
+    w.set_u32(a + "feed_forward_length", uint32_t(s.n_ff));
+    w.set_u32(a + "attention.head_count", uint32_t(s.n_heads));
+    w.set_u32(a + "attention.head_count_kv", uint32_t(s.n_kv_heads));
+    if (s.key_length > 0 || s.arch == "qwen3") {
+        w.set_u32(a + "attention.key_length", uint32_t(head_dim));
+        w.set_u32(a + "attention.value_length", uint32_t(head_dim));
+    }
+    if (s.arch == "llama") w.set_u32(a + "rope.dimension_count", uint32_t(head_dim));  // as its converter
+    w.set_f32(a + "rope.freq_base", rope_base);
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", qwen ? 1e-6f : 1e-5f);
 
     const std::vector<std::string> tokens = random_llama_vocab(s.n_vocab);
     std::vector<float> scores(tokens.size(), 0.0f);
@@ -205,25 +258,48 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     auto matrix = [&](const std::string& name, int64_t ne0, int64_t ne1, double stddev) {
         add_weight(w, name, s.type, {ne0, ne1}, normal_values(rng, ne0 * ne1, 0.0, stddev));
     };
-    auto norm = [&](const std::string& name) {
-        add_weight(w, name, DType::F32, {s.n_embd}, normal_values(rng, s.n_embd, 1.0, 0.05));
+    auto norm = [&](const std::string& name, int64_t n) {
+        add_weight(w, name, DType::F32, {n}, normal_values(rng, n, 1.0, 0.05));
+    };
+    auto bias = [&](const std::string& name, int64_t n) {
+        add_weight(w, name, DType::F32, {n}, normal_values(rng, n, 0.0, 0.5));
     };
     // ne in ggml order: ne[0] is the row length, which a matmul sums over (fan_in).
-    matrix("token_embd.weight", s.n_embd, s.n_vocab, 1.0);  // (n_vocab, n_embd)
+    // token_embd (n_vocab, n_embd)
+    matrix("token_embd.weight", s.n_embd, s.n_vocab, s.tied_output ? kTiedEmbeddingNorm * embd_scale : 1.0);
+    if (s.rope_freqs) {
+        const std::vector<float> factors = llama3_rope_factors(head_dim, rope_base);
+        add_weight(w, "rope_freqs.weight", DType::F32, {int64_t(factors.size())}, factors);  // (head_dim / 2)
+    }
     for (int64_t layer = 0; layer < s.n_layers; ++layer) {
         const std::string blk = "blk." + std::to_string(layer) + ".";
-        norm(blk + "attn_norm.weight");
-        matrix(blk + "attn_q.weight", s.n_embd, s.n_embd, embd_scale);       // (n_embd, n_embd)
-        matrix(blk + "attn_k.weight", s.n_embd, kv_dim, embd_scale);         // (n_kv * head_dim, n_embd)
-        matrix(blk + "attn_v.weight", s.n_embd, kv_dim, embd_scale);         // (n_kv * head_dim, n_embd)
-        matrix(blk + "attn_output.weight", s.n_embd, s.n_embd, embd_scale);  // (n_embd, n_embd)
-        norm(blk + "ffn_norm.weight");
+        norm(blk + "attn_norm.weight", s.n_embd);
+        matrix(blk + "attn_q.weight", s.n_embd, q_dim, embd_scale);   // (n_head * head_dim, n_embd)
+        matrix(blk + "attn_k.weight", s.n_embd, kv_dim, embd_scale);  // (n_kv * head_dim, n_embd)
+        matrix(blk + "attn_v.weight", s.n_embd, kv_dim, embd_scale);  // (n_kv * head_dim, n_embd)
+        if (s.arch == "qwen2") {
+            bias(blk + "attn_q.bias", q_dim);
+            bias(blk + "attn_k.bias", kv_dim);
+            bias(blk + "attn_v.bias", kv_dim);
+        }
+        if (s.arch == "qwen3") {
+            norm(blk + "attn_q_norm.weight", head_dim);
+            norm(blk + "attn_k_norm.weight", head_dim);
+        }
+        matrix(blk + "attn_output.weight", q_dim, s.n_embd, 1.0 / std::sqrt(double(q_dim)));  // (n_embd, q)
+        norm(blk + "ffn_norm.weight", s.n_embd);
         matrix(blk + "ffn_gate.weight", s.n_embd, s.n_ff, embd_scale);  // (n_ff, n_embd)
         matrix(blk + "ffn_up.weight", s.n_embd, s.n_ff, embd_scale);    // (n_ff, n_embd)
         matrix(blk + "ffn_down.weight", s.n_ff, s.n_embd, ff_scale);    // (n_embd, n_ff)
     }
-    norm("output_norm.weight");
-    matrix("output.weight", s.n_embd, s.n_vocab, kOutputGain * embd_scale);  // (n_vocab, n_embd)
+    if (s.tied_output) {
+        const double gain = kOutputGain / kTiedEmbeddingNorm;
+        add_weight(w, "output_norm.weight", DType::F32, {s.n_embd}, normal_values(rng, s.n_embd, gain, 0.05 * gain));
+    } else {
+        norm("output_norm.weight", s.n_embd);
+    }
+    if (!s.tied_output)
+        matrix("output.weight", s.n_embd, s.n_vocab, kOutputGain * embd_scale);  // (n_vocab, n_embd)
     w.write(path);
 }
 
