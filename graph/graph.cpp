@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,13 @@ std::string excerpt(const Json& value) {
     return text.size() <= 120 ? text : text.substr(0, 120) + "...";
 }
 
+// A string from the graph for an error message (a check's "why"), cut short like excerpt.
+std::string excerpt_text(const Json& value) {
+    if (!value.is_string()) return excerpt(value);
+    const std::string text = value.get<std::string>();
+    return text.size() <= 240 ? text : text.substr(0, 240) + "...";
+}
+
 }  // namespace
 
 GraphFile graph_file_from_string(std::string json_text, std::string name) {
@@ -87,6 +95,42 @@ GraphFile load_graph_file(const std::string& path) {
 std::string default_graph_path() { return find_data_file("models/llama.json"); }
 std::string default_model_path() { return find_data_file("models/kjv-q8_0.gguf"); }
 
+std::vector<std::string> graph_architectures() {
+    std::vector<std::string> names;
+    for (const DataFolder& folder : data_search_path()) {
+        std::error_code error;
+        for (const auto& entry : std::filesystem::directory_iterator(folder.path + "/models", error)) {
+            const std::string stem = entry.path().stem().string();
+            if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+            // models/ holds other JSON too (expected outputs): a graph is a file that runs its own name.
+            try {
+                if (load_graph_file(entry.path().string()).architecture == stem) names.push_back(stem);
+            } catch (const GraphError&) {
+            }
+        }
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+}
+
+std::string graph_path_for(const std::string& architecture) {
+    auto refuse = [&](const std::string& why) -> std::string {
+        std::string known;
+        for (const std::string& name : graph_architectures()) known += (known.empty() ? "" : ", ") + name;
+        throw GraphError("no graph for architecture '" + architecture + "' (" + why + "); graphs exist for " +
+                         (known.empty() ? "none" : known) + "; give one with --graph FILE.json");
+    };
+    // An architecture names a file: nothing that could step out of the folder.
+    if (architecture.empty() || architecture.find_first_of("/\\") != std::string::npos || architecture[0] == '.')
+        return refuse("not a plain name");
+    try {
+        return find_data_file("models/" + architecture + ".json");
+    } catch (const DataFileError& e) {
+        return refuse(e.what());
+    }
+}
+
 namespace {
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
@@ -108,10 +152,12 @@ class Binder {
             fail("architecture",
                  "the model is '" + model_arch + "' but this graph runs '" + file_.architecture + "' models");
         if (root.contains("symbols")) bind_symbols(root.at("symbols"));
+        if (root.contains("checks")) bind_checks(root.at("checks"));
         if (root.contains("inputs")) bind_inputs(root.at("inputs"));
         if (!root.at("nodes").is_array()) fail("nodes", "must be an array");
         bind_nodes(root.at("nodes"), "");
         bind_outputs(root.at("outputs"));
+        refuse_unused_tensors(model_arch);
         return std::move(graph_);
     }
 
@@ -136,18 +182,74 @@ class Binder {
         if (!symbols.is_object()) fail("symbols", "must be an object");
         for (const auto& [name, def] : symbols.items()) {
             (void)name_text("symbols", Json(name), "a symbol name");
-            graph_.symbols[name] = symbol_value(name, def);
+            std::string origin;
+            graph_.symbols[name] = symbol_value(name, def, &origin);
+            if (!origin.empty()) symbol_origins_[name] = origin;
         }
     }
 
-    double symbol_value(const std::string& name, const Json& def) {
+    // "metadata 'qwen3.attention.key_length'" for a symbol read from the model, else "".
+    std::string symbol_origin(const std::string& symbol) const {
+        auto it = symbol_origins_.find(symbol);
+        return it == symbol_origins_.end() ? "" : it->second;
+    }
+    // "head_dim = 64 (metadata 'qwen3.attention.key_length')", or "head_dim = 64".
+    std::string symbol_text(const std::string& symbol) const {
+        const std::string origin = symbol_origin(symbol);
+        return symbol + " = " + number_text(graph_.symbols.at(symbol)) + (origin.empty() ? "" : " (" + origin + ")");
+    }
+
+    // --- checks: what the graph relies on that the metadata could contradict ---------------------
+    //   "checks": [{ "equal": ["n_rot", "head_dim"], "why": "partial rotary is not supported" }]
+    // Each operand is a symbol or a number; a failed check names both symbols and their metadata keys.
+    void bind_checks(const Json& checks) {
+        if (!checks.is_array()) fail("checks", "must be an array");
+        for (const Json& check : checks) {
+            if (!check.is_object() || !check.contains("equal") || !check.at("equal").is_array() ||
+                check.at("equal").size() != 2)
+                fail("checks", "each check is {\"equal\": [a, b], \"why\": text}, got " + excerpt(check));
+            const Json &a = check.at("equal")[0], &b = check.at("equal")[1];
+            const std::string why =
+                check.contains("why") ? excerpt_text(check.at("why")) : "the graph needs them equal";
+            if (operand("checks", a) != operand("checks", b))
+                fail("check", operand_text(a) + " must equal " + operand_text(b) + ": " + why);
+        }
+    }
+    std::string operand_text(const Json& value) const {
+        return value.is_string() ? symbol_text(value.get<std::string>()) : number_text(value.get<double>());
+    }
+
+    // A tensor of the model that no node reads would be silently ignored (a bias, a frequency table):
+    // the file is refused instead, naming the tensor, as llama.cpp refuses tensors it has no place for.
+    void refuse_unused_tensors(const std::string& model_arch) const {
+        for (const GgufTensor& t : model_.tensors())
+            if (!weight_index_.count(t.name))
+                fail("tensors", "the model has tensor '" + t.name + "' " + ops::TensorDesc{t.type, t.shape()}.str() +
+                                    ", which this graph never reads: a '" + model_arch +
+                                    "' model has no such tensor, or it needs another graph");
+    }
+
+    // A symbol's value; `origin` gets the metadata key it came from, if any (for messages).
+    double symbol_value(const std::string& name, const Json& def, std::string* origin = nullptr) {
         const std::string where = "symbol '" + name + "'";
         if (def.is_number()) return def.get<double>();
         if (!def.is_object()) fail(where, "must be a number or an object with 'key' or 'div'");
         if (def.contains("key")) {
             const std::string key = name_text(where, def.at("key"), "'key'");
-            if (const GgufValue* value = model_.find(key)) return value->as_float(key);
-            if (def.contains("default")) return operand(where, def.at("default"));
+            if (const GgufValue* value = model_.find(key)) {
+                if (origin) *origin = "metadata '" + key + "'";
+                return value->as_float(key);
+            }
+            if (def.contains("default")) {
+                // The default may be a number, an earlier symbol or a definition of its own ({"div": ...}).
+                const Json& fallback = def.at("default");
+                if (origin) *origin = "default: the model has no '" + key + "'";
+                if (!fallback.is_object()) return operand(where, fallback);
+                std::string inner;
+                const double value = symbol_value(name, fallback, &inner);
+                if (origin && !inner.empty()) *origin = inner;
+                return value;
+            }
             fail(where, "the model has no metadata key '" + key + "' and the graph gives no default");
         }
         if (def.contains("div")) {
@@ -263,7 +365,18 @@ class Binder {
         const ops::OpDef* op = ops::find_graph_op(out.op);
         if (!op) fail(where, "unknown op '" + out.op + "' (known: " + known_ops() + ")");
         if (!node.contains("in") || !node.at("in").is_array()) fail(where, "missing array field 'in'");
-        for (const Json& input : node.at("in")) out.inputs.push_back(resolve_input(where, input));
+        bool optional_seen = false;
+        for (const Json& input : node.at("in")) {
+            const bool optional = is_optional(where, input);
+            if (optional_seen && !optional) fail(where, "optional inputs must come after all the others");
+            optional_seen = optional_seen || optional;
+            const std::optional<ValueRef> ref = resolve_input(where, input);
+            if (!ref) continue;  // an optional weight the model does not have
+            out.inputs.push_back(*ref);
+            if (ref->kind == ValueRef::Kind::Weight)
+                out.context.push_back("input " + std::to_string(out.inputs.size() - 1) + " is weight '" +
+                                      graph_.weights[size_t(ref->index)].name + "'");
+        }
 
         out.params = op->defaults;
         for (const auto& [key, value] : node.items()) {
@@ -277,6 +390,14 @@ class Binder {
         if (scope_.insert_or_assign(id, ValueRef{ValueRef::Kind::Node, int(graph_.nodes.size())}).second)
             added_names_.push_back(id);
         graph_.nodes.push_back(std::move(out));
+    }
+
+    // {"weight": ..., "optional": true}: an input the node goes without when the model lacks the weight.
+    bool is_optional(const std::string& where, const Json& input) const {
+        if (!input.is_object() || !input.contains("optional")) return false;
+        if (!input.at("optional").is_boolean())
+            fail(where, "'optional' must be true or false, got " + excerpt(input.at("optional")));
+        return input.at("optional").get<bool>();
     }
 
     static std::string known_ops() {
@@ -313,6 +434,10 @@ class Binder {
         }
         node.params = decl->set(node.params, v);
         node.attributes.push_back(key);
+        if (value.is_string() && !symbol_origin(value.get<std::string>()).empty()) {
+            const std::string symbol = value.get<std::string>();
+            node.context.push_back((symbol == key ? "" : key + " is ") + symbol_text(symbol));
+        }
     }
 
     // A word of the declaration's choices ("normal|neox") -> its index.
@@ -343,8 +468,9 @@ class Binder {
         return text;
     }
 
-    // A string names a node or graph input in scope, else a weight; {"weight": A, "or": B} falls back.
-    ValueRef resolve_input(const std::string& where, const Json& input) {
+    // A string names a node or graph input in scope, else a weight; {"weight": A, "or": B} falls back;
+    // {"weight": A, "optional": true} is left out (nullopt) when the model has no A.
+    std::optional<ValueRef> resolve_input(const std::string& where, const Json& input) {
         if (input.is_string()) {
             const std::string name = substitute(name_text(where, input, "an input name"));
             if (auto it = scope_.find(name); it != scope_.end()) return it->second;
@@ -358,6 +484,7 @@ class Binder {
                 input.contains("or") ? substitute(name_text(where, input.at("or"), "'or'")) : "";
             if (!second.empty())
                 if (const GgufTensor* tensor = model_.find_tensor(second)) return weight(second, tensor);
+            if (is_optional(where, input)) return std::nullopt;
             fail(where,
                  "the model has no weight '" + first + "'" + (second.empty() ? "" : " nor '" + second + "'"));
         }
@@ -378,6 +505,7 @@ class Binder {
     int64_t repeat_iterations_ = 0;
     std::map<std::string, int64_t> indices_;
     std::map<std::string, int> weight_index_;
+    std::map<std::string, std::string> symbol_origins_;  // symbol -> "metadata 'llama.block_count'"
 };
 
 }  // namespace

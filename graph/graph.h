@@ -38,7 +38,11 @@ struct GraphFile {
 GraphFile load_graph_file(const std::string& path);  // FIFOs and devices: see runtime/bounded_read.h
 GraphFile graph_file_from_string(std::string json_text, std::string name);  // for tests
 // In the data folder (graph/data_files.h); DataFileError names every place looked in.
-std::string default_graph_path();  // models/llama.json
+std::string default_graph_path();  // models/llama.json, the graph of the shipped model
+// The shipped graph for models of this general.architecture: models/<architecture>.json of the data
+// folder. Throws GraphError naming the architecture, where it looked and the graphs that exist.
+std::string graph_path_for(const std::string& architecture);
+std::vector<std::string> graph_architectures();  // the shipped graphs' architectures, sorted
 std::string default_model_path();  // models/kjv-q8_0.gguf, the model graphrun ships (models/README.md)
 
 // Where a node input comes from once bound.
@@ -62,6 +66,10 @@ struct GraphNode {
     std::vector<ValueRef> inputs;
     OpParams params;
     std::vector<std::string> attributes;  // the attributes the graph set (the op declares them), for dumps
+    // Where the node's values came from, added to its plan errors so they name the metadata key or the
+    // tensor behind a bad shape: "head_dim = 64 (metadata 'qwen3.attention.key_length')",
+    // "input 2 is weight 'rope_freqs.weight'".
+    std::vector<std::string> context;
 };
 
 // A bound graph: everything resolved, nodes in definition order (each refers only to earlier ones).

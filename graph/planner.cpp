@@ -73,6 +73,26 @@ KvCacheSpec kv_cache_spec(const Plan& plan, const Graph& graph, int64_t n_ctx) {
     return kv;
 }
 
+// Chooses the node's kernel and infers its output. A PlanError gets the node's context appended, so a
+// shape that a metadata key or a weight got wrong names that key or weight.
+ops::TensorDesc infer_node(const GraphNode& node, const ops::NodeInfo& info, const ops::OpDef*& kernel) {
+    try {
+        kernel = &ops::choose_kernel(info);
+        const int n = int(info.inputs.size()), min = kernel->n_inputs, max = min + kernel->n_optional_inputs;
+        if (n < min || n > max)
+            throw ops::PlanError(info, "expects " + std::to_string(min) +
+                                           (max == min ? "" : (max == min + 1 ? " or " : " to ") + std::to_string(max)) +
+                                           " inputs, got " +
+                                           std::to_string(n));
+        return kernel->infer(info);
+    } catch (const ops::PlanError& e) {
+        if (node.context.empty()) throw;
+        std::string context;
+        for (const std::string& c : node.context) context += (context.empty() ? "" : "; ") + c;
+        throw ops::PlanError(std::string(e.what()) + "; " + context);
+    }
+}
+
 }  // namespace
 
 Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
@@ -126,12 +146,8 @@ Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
             info.inputs.push_back(plan.tensors[step.inputs.back()].desc);
             info.input_names.push_back(plan.tensors[step.inputs.back()].name);
         }
-        step.op = &ops::choose_kernel(info);
-        if (int(info.inputs.size()) != step.op->n_inputs)
-            throw ops::PlanError(info, "expects " + std::to_string(step.op->n_inputs) + " inputs, got " +
-                                           std::to_string(info.inputs.size()));
         const int step_index = int(plan.steps.size());
-        PlanTensor out{node.name, step.op->infer(info), PlanTensor::Kind::Intermediate};
+        PlanTensor out{node.name, infer_node(node, info, step.op), PlanTensor::Kind::Intermediate};
         out.first_step = out.last_step = step_index;
         step.output = node_tensor[n] = add_tensor(plan, std::move(out));
         if (step.op->scratch_bytes) {

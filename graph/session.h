@@ -1,6 +1,6 @@
 // graph/session.h — a loaded model and a decoding session over it.
 //
-//   auto model = Model::load("stories260K.gguf");          // maps weights, binds models/llama.json
+//   auto model = Model::load("stories260K.gguf");          // maps weights, binds models/<arch>.json
 //   Session session(model, {.n_ctx = 256, .n_threads = 2});
 //   auto logits = session.eval(prompt_ids);                 // (n_prompt, n_vocab), KV cache filled
 //   logits = session.eval({{next_id}});                     // (1, n_vocab) at position n_prompt
@@ -27,9 +27,10 @@ namespace graphrun::graph {
 
 class Model {
 public:
-    // Opens and validates the model file and binds the graph to it; throws GgufError/GraphError/PlanError.
-    static std::shared_ptr<const Model> load(const std::string& model_path,
-                                             const std::string& graph_path = default_graph_path());
+    // Opens and validates the model file, binds the graph to it and plans one token to check every shape;
+    // throws GgufError/GraphError/PlanError. No graph_path: the shipped graph of the file's
+    // general.architecture (graph_path_for).
+    static std::shared_ptr<const Model> load(const std::string& model_path, const std::string& graph_path = "");
     const GgufFile& file() const { return *file_; }
     const Graph& graph() const { return graph_; }
     int64_t context_length() const { return context_length_; }  // what the model was trained for (0: unknown)

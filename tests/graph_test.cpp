@@ -35,7 +35,7 @@ class GraphBindTest : public ::testing::Test {
 };
 
 TEST_F(GraphBindTest, LlamaJsonBindsSymbolsAndUnrollsLayers) {
-    graph::Graph g = graph::bind_graph(graph::load_graph_file(graph::default_graph_path()), *model_);
+    graph::Graph g = graph::bind_graph(graph::load_graph_file(graph::graph_path_for("llama")), *model_);
     EXPECT_EQ(g.symbols.at("n_embd"), 24);
     EXPECT_EQ(g.symbols.at("n_layer"), 3);
     EXPECT_EQ(g.symbols.at("n_head_kv"), 2);
@@ -55,12 +55,20 @@ TEST_F(GraphBindTest, LlamaJsonBindsSymbolsAndUnrollsLayers) {
 }
 
 TEST_F(GraphBindTest, MissingOutputWeightFallsBackToEmbedding) {
-    // random models have output.weight; an edited graph asking for a missing one falls back.
-    const std::string text = replace_once(llama_json(), "\"output.weight\"", "\"no_such_output.weight\"");
-    graph::Graph g = graph::bind_graph(graph::graph_file_from_string(text, "edited.json"), *model_);
+    // A tied model (no output.weight, as SmolLM2 and the small Qwen2.5 files) falls back to the embedding.
+    graph::RandomLlamaSpec spec = testing::spec_of(24, 3, 6, 2, 40);
+    spec.tied_output = true;
+    const auto tied = GgufFile::open(testing::random_model_file(spec, "bind_tied"));
+    ASSERT_EQ(tied->find_tensor("output.weight"), nullptr);
+    graph::Graph g = graph::bind_graph(graph::load_graph_file(graph::graph_path_for("llama")), *tied);
     const graph::ValueRef w = g.nodes.back().inputs[1];
     ASSERT_EQ(w.kind, graph::ValueRef::Kind::Weight);
     EXPECT_EQ(g.weights[w.index].name, "token_embd.weight");
+    // A graph that falls back although the model has output.weight would leave it unread: refused.
+    const std::string text = replace_once(llama_json(), "\"output.weight\"", "\"no_such_output.weight\"");
+    EXPECT_THAT(bind_error(text), AllOf(HasSubstr("edited.json: tensors:"),
+                                        HasSubstr("tensor 'output.weight' f32 (320, 24), which this graph "
+                                                  "never reads")));
 }
 
 TEST_F(GraphBindTest, UnknownOpNamesNodeAndOp) {
@@ -132,24 +140,29 @@ TEST_F(GraphBindTest, NotJsonAndDuplicateIds) {
 }
 
 TEST_F(GraphBindTest, WrongArityAndShapeMismatchFailAtPlanTime) {
-    const std::string arity = replace_once(llama_json(), "\"in\": [\"q\", \"positions\"]", "\"in\": [\"q\"]");
+    const std::string arity = replace_once(
+        llama_json(), "\"in\": [\"q\", \"positions\", { \"weight\": \"rope_freqs.weight\", \"optional\": true }]",
+        "\"in\": [\"q\"]");
     graph::Graph g = graph::bind_graph(graph::graph_file_from_string(arity, "edited.json"), *model_);
     try {
         graph::make_plan(g, 4, 32);
         FAIL() << "a rope with one input was planned";
     } catch (const ops::PlanError& e) {
         EXPECT_THAT(e.what(), AllOf(HasSubstr("[rope]"), HasSubstr("blk.0.q_rope"),
-                                    HasSubstr("expects 2 inputs, got 1")));
+                                    HasSubstr("expects 2 or 3 inputs, got 1")));
     }
-    // The FFN norm weight (24) applied to the FFN activations (40 wide): a shape error naming the node.
-    const std::string shape = replace_once(llama_json(), "\"in\": [\"act\", \"blk.{L}.ffn_down.weight\"]",
-                                           "\"in\": [\"act\", \"blk.{L}.ffn_gate.weight\"]");
+    // The up and down matrices swapped: down (24, 40) applied to the 24-wide FFN input, a shape error
+    // naming the node (swapped, not replaced: a weight the graph leaves unread is refused when binding).
+    std::string shape = replace_once(llama_json(), "\"in\": [\"act\", \"blk.{L}.ffn_down.weight\"]",
+                                     "\"in\": [\"act\", \"blk.{L}.ffn_up.weight\"]");
+    shape = replace_once(shape, "\"in\": [\"ffn_in\", \"blk.{L}.ffn_up.weight\"]",
+                         "\"in\": [\"ffn_in\", \"blk.{L}.ffn_down.weight\"]");
     graph::Graph g2 = graph::bind_graph(graph::graph_file_from_string(shape, "edited.json"), *model_);
     try {
         graph::make_plan(g2, 4, 32);
         FAIL() << "a matmul with mismatched widths was planned";
     } catch (const ops::PlanError& e) {
-        EXPECT_THAT(e.what(), AllOf(HasSubstr("[matmul]"), HasSubstr("blk.0.ffn_out")));
+        EXPECT_THAT(e.what(), AllOf(HasSubstr("[matmul]"), HasSubstr("blk.0.up")));
     }
 }
 

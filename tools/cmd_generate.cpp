@@ -36,7 +36,9 @@ namespace graphrun::tools {
 namespace {
 
 struct GenerateOptions {
-    std::string graph_path, model_path;  // empty: the defaults in the data folder (graph/data_files.h)
+    // Empty: the defaults in the data folder (graph/data_files.h); the graph is then the one of the
+    // model's general.architecture (graph_path_for).
+    std::string graph_path, model_path;
     std::string tokens, prompt, prompt_file;
     bool interactive = false, special = false, check_weights = false;
     bool conversation = false, verbose_prompt = false;
@@ -262,7 +264,6 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
 void run_generate(GenerateOptions opt) {
     // Looked up only now, so --help and the subcommands work without a data folder.
     if (opt.model_path.empty()) opt.model_path = graph::default_model_path();
-    if (opt.graph_path.empty()) opt.graph_path = graph::default_graph_path();
     if (!opt.prompt_file.empty()) opt.prompt = read_prompt_file(opt.prompt_file);
     std::optional<graph::Profiler> profiler;  // outlives the session, which points at it while running
     if (opt.profile || !opt.trace_path.empty()) profiler.emplace(opt.profile, opt.trace_path);
@@ -317,7 +318,8 @@ void register_generate(CLI::App& app) {
     auto opt = std::make_shared<GenerateOptions>();
     SamplerParams& s = opt->sampling;
     app.add_option("--graph", opt->graph_path,
-                   "graph definition (JSON); default: models/llama.json of the data folder (see --version)");
+                   "graph definition (JSON); default: models/<architecture>.json of the data folder (see "
+                   "--version) for the model's general.architecture (llama, qwen2, qwen3)");
     app.add_option("-m,--model", opt->model_path, "model file (GGUF); default: models/kjv-q8_0.gguf of the data folder");
     app.add_option("-p,--prompt", opt->prompt, "prompt text");
     app.add_option("-f,--file", opt->prompt_file, "read the prompt from a file");
