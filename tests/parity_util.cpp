@@ -65,6 +65,7 @@ std::optional<LlamaReference> run_reference(const std::string& model, std::vecto
     argv.insert(argv.end(), input_args.begin(), input_args.end());
     if (options.ctx > 0) argv.insert(argv.end(), {"--ctx", std::to_string(options.ctx)});
     if (options.ignore_eos) argv.push_back("--ignore-eos");
+    if (options.logit_gaps) argv.push_back("--logit-gaps");
 
     const ProcessResult r = run_process(argv, {"GRAPHRUN_PARITY_DIR=" + parity_dir()});
     if (r.exit_code != 0)
@@ -83,6 +84,13 @@ std::optional<LlamaReference> run_reference(const std::string& model, std::vecto
     ref.stopped_at_eos = j.value("stopped_at_eos", false);
     ref.eos_id = j.contains("eos") && j["eos"].is_number_integer() ? j["eos"].get<int32_t>() : -1;
     ref.text = j.value("text", "");
+    if (options.logit_gaps) {
+        ref.top2_gaps = j.value("top2_gaps", std::vector<float>{});
+        if (ref.top2_gaps.size() != ref.greedy_ids.size())
+            throw std::runtime_error("[llama.cpp reference] " + join_args(argv) + ": " +
+                                     std::to_string(ref.top2_gaps.size()) + " top-2 gaps for " +
+                                     std::to_string(ref.greedy_ids.size()) + " greedy ids");
+    }
     return ref;
 }
 

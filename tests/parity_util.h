@@ -33,11 +33,13 @@ struct LlamaReference {
     bool stopped_at_eos = false;      // generation ended on EOS/EOT before n tokens
     int32_t eos_id = -1;              // the model's EOS token, -1 if it has none
     std::string text;                 // greedy_ids detokenized, as llama.cpp prints them after the prompt
+    std::vector<float> top2_gaps;     // with logit_gaps: llama.cpp's best minus second-best logit, per id
 };
 
 struct LlamaReferenceOptions {
     int ctx = 0;              // context size; 0: prompt + n
     bool ignore_eos = false;  // keep generating through EOS (the EOS id is then part of greedy_ids)
+    bool logit_gaps = false;  // also report top2_gaps (one token per llama.cpp call: slower)
 };
 
 // Greedy llama.cpp run from token ids (fed as given, BOS included by the caller). nullopt only when

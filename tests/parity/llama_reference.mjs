@@ -3,7 +3,7 @@
 // the source tree by tools/parity-setup.sh.
 //
 //   node llama_reference.mjs --model FILE (--tokens 1,2,3 | --prompt TEXT) [-n 16] [--ctx N]
-//                            [--threads 1] [--ignore-eos] [--special]
+//                            [--threads 1] [--ignore-eos] [--special] [--logit-gaps]
 //   node llama_reference.mjs --check      loads node-llama-cpp and its CPU binary, prints {"ok": true}
 //   node llama_reference.mjs --model FILE --tokenize TEXTS.json [--special] [--attributes]
 //                                         llama.cpp's tokenizer alone (the file may be vocabulary-only)
@@ -16,6 +16,8 @@
 // Generation is greedy (temperature 0) on 1 thread, so reruns give the same ids; it stops before an
 // end-of-generation token (EOS/EOT; not included in greedy_ids) unless --ignore-eos is given.
 // "text" is greedy_ids detokenized after the prompt (as llama.cpp prints the continuation).
+// --logit-gaps adds "top2_gaps": for each greedy id, llama.cpp's best logit minus its second best, so a
+// test can tell a near-tie (where another engine may rightly pick the other token) from a real difference.
 //
 // --tokenize reads a JSON array of strings and loads only the vocabulary. Each text is tokenized
 // as llama.cpp's tokenizer test vectors are made: no BOS, special-token text is plain text unless
@@ -36,7 +38,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const usage =
     "usage: node llama_reference.mjs --model FILE (--tokens 1,2,3 | --prompt TEXT) [-n 16] [--ctx N] " +
-    "[--threads 1] [--ignore-eos] [--special]\n" +
+    "[--threads 1] [--ignore-eos] [--special] [--logit-gaps]\n" +
     "       node llama_reference.mjs --model FILE --tokenize TEXTS.json [--special] [--attributes]";
 
 function fail(message) {
@@ -45,7 +47,7 @@ function fail(message) {
 }
 
 function parseArgs(argv) {
-    const opts = { n: 16, threads: 1, ignoreEos: false, special: false, check: false };
+    const opts = { n: 16, threads: 1, ignoreEos: false, special: false, check: false, logitGaps: false };
     const valueOf = (i, name) => {
         if (i + 1 >= argv.length) fail(`${name} needs a value\n${usage}`);
         return argv[i + 1];
@@ -66,6 +68,7 @@ function parseArgs(argv) {
         else if (a === "--threads") opts.threads = intOf(valueOf(i++, a), a, 1);
         else if (a === "--ignore-eos") opts.ignoreEos = true;
         else if (a === "--special") opts.special = true;
+        else if (a === "--logit-gaps") opts.logitGaps = true;
         else if (a === "--check") opts.check = true;
         else if (a === "--tokenize") opts.tokenize = valueOf(i++, a);
         else if (a === "--attributes") opts.attributes = true;
@@ -175,8 +178,28 @@ async function main() {
     const sequence = context.getSequence();
 
     const greedy = [];
+    const gaps = [];
     let stoppedAtEos = false;
-    if (opts.n > 0) {
+    if (opts.n > 0 && opts.logitGaps) {
+        // One token at a time, asking for the two best logits of each step with the greedy token.
+        const next = { token: true, logits: { filter: { tokens: [], includeTop: 2 } }, options: { temperature: 0 } };
+        let input = promptIds;
+        while (greedy.length < opts.n) {
+            const items = input.map((t, i) => (i === input.length - 1 ? [t, { generateNext: next }] : t));
+            const results = await sequence.controlledEvaluate(items);
+            const out = results[input.length - 1]?.next;
+            if (out?.token == null || out.logits == null) fail("llama.cpp returned no token or logits");
+            const [[bestToken, best], [, second]] = [...out.logits.entries()];
+            if (out.logits.get(out.token) !== best) fail(`greedy token ${out.token} is not the best logit's ${bestToken}`);
+            if (!opts.ignoreEos && model.isEogToken(out.token)) {
+                stoppedAtEos = true;
+                break;
+            }
+            greedy.push(out.token);
+            gaps.push(best - second);
+            input = [out.token];
+        }
+    } else if (opts.n > 0) {
         // yieldEogToken: true so an end-of-generation token is seen here, not silently swallowed.
         for await (const token of sequence.evaluate(promptIds, { temperature: 0, yieldEogToken: true })) {
             if (!opts.ignoreEos && model.isEogToken(token)) {
@@ -189,6 +212,7 @@ async function main() {
     }
 
     const out = { prompt_ids: promptIds, greedy_ids: greedy, stopped_at_eos: stoppedAtEos, eos: model.tokens.eos };
+    if (opts.logitGaps) out.top2_gaps = gaps;
     out.text = model.detokenize(greedy, false, promptIds);
     process.stdout.write(JSON.stringify(out) + "\n");
     await context.dispose();
