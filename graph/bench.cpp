@@ -197,7 +197,7 @@ BenchResult run_bench_test(const std::shared_ptr<const Model>& model, const Benc
 
     if (profiler) profiler->set_section(test.name() + " t" + std::to_string(test.n_threads));
     for (int r = 0; r < repetitions; ++r) {
-        session.rewind(std::min(test.n_depth, session.n_past()));
+        session.truncate(std::min(test.n_depth, session.n_past()));
         session.set_timeline(profiler);
         const auto start = std::chrono::steady_clock::now();
         if (test.n_prompt > 0) session.eval(prompt);
