@@ -157,7 +157,7 @@ class Binder {
         if (!root.at("nodes").is_array()) fail("nodes", "must be an array");
         bind_nodes(root.at("nodes"), "");
         bind_outputs(root.at("outputs"));
-        refuse_unused_tensors(model_arch);
+        if (refuses_unread_tensors(root)) refuse_unread_tensors(model_arch);
         return std::move(graph_);
     }
 
@@ -219,14 +219,25 @@ class Binder {
         return value.is_string() ? symbol_text(value.get<std::string>()) : number_text(value.get<double>());
     }
 
+    // "unread_tensors": "refuse" (the shipped graphs) or "allow" (the default: graphs for experiments
+    // may leave weights unread, say a shared norm).
+    bool refuses_unread_tensors(const Json& root) const {
+        if (!root.contains("unread_tensors")) return false;
+        const Json& value = root.at("unread_tensors");
+        if (value != "refuse" && value != "allow")
+            fail("unread_tensors", "must be \"refuse\" or \"allow\", got " + excerpt(value));
+        return value == "refuse";
+    }
+
     // A tensor of the model that no node reads would be silently ignored (a bias, a frequency table):
     // the file is refused instead, naming the tensor, as llama.cpp refuses tensors it has no place for.
-    void refuse_unused_tensors(const std::string& model_arch) const {
+    void refuse_unread_tensors(const std::string& model_arch) const {
         for (const GgufTensor& t : model_.tensors())
             if (!weight_index_.count(t.name))
                 fail("tensors", "the model has tensor '" + t.name + "' " + ops::TensorDesc{t.type, t.shape()}.str() +
                                     ", which this graph never reads: a '" + model_arch +
-                                    "' model has no such tensor, or it needs another graph");
+                                    "' model has no such tensor, or it needs another graph (this one says "
+                                    "\"unread_tensors\": \"refuse\")");
     }
 
     // A symbol's value; `origin` gets the metadata key it came from, if any (for messages).

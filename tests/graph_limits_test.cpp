@@ -104,8 +104,7 @@ TEST(GraphLimits, NodeCountsAndNameLengthsAreBounded) {
 }
 
 TEST(GraphLimits, SymbolNumbersThatDoNotFitAnIntegerReadCorrectly) {
-    std::string g = replace_once(llama_json(), R"("head_dim":  { "div": ["n_embd", "n_head"] })",
-                                 R"("head_dim":  { "div": [1e300, 7] })");
+    std::string g = replace_once(llama_json(), R"({ "div": ["n_embd", "n_head"] })", R"({ "div": [1e300, 7] })");
     EXPECT_THAT(bind_error(g), HasSubstr("symbol 'head_dim': 1e+300 is not divisible by 7"));
 }
 

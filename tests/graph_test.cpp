@@ -69,6 +69,12 @@ TEST_F(GraphBindTest, MissingOutputWeightFallsBackToEmbedding) {
     EXPECT_THAT(bind_error(text), AllOf(HasSubstr("edited.json: tensors:"),
                                         HasSubstr("tensor 'output.weight' f32 (320, 24), which this graph "
                                                   "never reads")));
+    // A graph for experiments may leave it unread when it says so (or says nothing).
+    const std::string allowed = replace_once(text, "\"unread_tensors\": \"refuse\"", "\"unread_tensors\": \"allow\"");
+    EXPECT_EQ(bind_error(allowed), "");
+    EXPECT_EQ(bind_error(replace_once(text, "\"unread_tensors\": \"refuse\",", "")), "");
+    EXPECT_THAT(bind_error(replace_once(text, "\"unread_tensors\": \"refuse\"", "\"unread_tensors\": true")),
+                HasSubstr("edited.json: unread_tensors: must be \"refuse\" or \"allow\", got true"));
 }
 
 TEST_F(GraphBindTest, UnknownOpNamesNodeAndOp) {
