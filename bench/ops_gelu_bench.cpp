@@ -7,29 +7,13 @@
 #include <cmath>
 #include <vector>
 
-#include "tests/op_test_util.h"
+#include "bench/op_bench_util.h"
 
 namespace graphrun::testing {
 namespace {
 
 constexpr double kMinTime = 0.05;
 constexpr int64_t kFf = 11008;
-
-// Runs the op's kernel over all its units for the benchmark's iterations and sets both counters.
-void run_and_report(benchmark::State& state, const char* name, OpCall& call) {
-    const ops::OpDef& op = op_row(name);
-    const KernelArgs args = call.args();
-    const int64_t units = op.work_items(args);
-    for (auto _ : state) {
-        op.run(args, 0, units);
-        benchmark::ClobberMemory();
-    }
-    double bytes = double(call.out.bytes.size());
-    for (const TestTensor& t : call.in) bytes += double(t.bytes.size());
-    const double iters = double(state.iterations());
-    state.counters["bytes/s"] = benchmark::Counter(bytes * iters, benchmark::Counter::kIsRate);
-    state.counters["FLOP/s"] = benchmark::Counter(op.flops(args) * iters, benchmark::Counter::kIsRate);
-}
 
 // gate (T, 11008) -> gelu(gate) (T, 11008)
 void BM_gelu(benchmark::State& state) {
