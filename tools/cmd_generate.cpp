@@ -147,7 +147,7 @@ void run_token_mode(graph::Session& session, const GenerateOptions& opt, const s
 // Interactive turns share one KV cache. `kept` is every token of the sequence so far: those in
 // the cache, then (at most one) printed but not yet evaluated; a full context goes on from its
 // last half, evaluated again into an emptied cache.
-struct Conversation {
+struct RawTurns {
     std::vector<int32_t> kept;
     int32_t bos = -1;                // kept first when the context shifts, as the model saw it first
     bool shift_before_next = false;  // the context filled: the next line goes on from the last half
@@ -196,7 +196,7 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
     Sampler sampler(opt.sampling, int32_t(session.n_vocab()));
     std::string prompt = first_prompt;
     bool first_turn = true;
-    Conversation turns;
+    RawTurns turns;
     turns.bos = tokenizer.bos();
     while (true) {
         if (first_turn && prompt.empty() && !opt.interactive)
@@ -208,7 +208,7 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
             if (prompt == "/reset") {
                 session.reset();
                 sampler.reset();
-                turns = Conversation{};
+                turns = RawTurns{};
                 turns.bos = tokenizer.bos();
                 first_turn = true;
                 std::fprintf(stderr, "graphrun: the context is empty again\n");
