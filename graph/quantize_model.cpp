@@ -1,4 +1,4 @@
-// graph/quantize_model.cpp — rewrites a GGUF model with its weight matrices in Q8_0 or Q4_0.
+// graph/quantize_model.cpp — rewrites a GGUF model with its weight matrices quantized by a mix.
 //
 // The output is streamed: every tensor's output type and size are known from its name and shape
 // alone, so GgufWriter writes the header first and then asks for each tensor in turn, which is
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "graph/quant_mix.h"
 #include "ops/quant.h"
 #include "runtime/finite_check.h"
 #include "runtime/gguf.h"
@@ -23,28 +24,31 @@ namespace {
 
 constexpr int64_t kElementsPerTask = 1 << 16;  // rows are grouped so a task converts ~64K weights
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// What `type` does to this tensor; see the header for the rule.
-QuantizedTensor plan_tensor(const GgufTensor& t, DType type) {
+// What the mix does to this tensor; see the header for the rule.
+QuantizedTensor plan_tensor(const GgufTensor& t, const QuantMixPlanner& planner) {
     QuantizedTensor q{t.name, t.shape(), t.type, t.type, TensorAction::Kept, "", t.nbytes, t.nbytes};
-    const int64_t block = dtype_traits(type).block_size;
-    if (t.ne.size() < 2) {
-        q.why = "1-D";  // norm weights: tiny, and rmsnorm reads them as they are
-    } else if (!ends_with(t.name, "weight") || ends_with(t.name, "_norm.weight")) {
-        q.why = "not a weight matrix";
-    } else if (t.ne[0] % block != 0) {
+    const TensorChoice c = planner.choose(t);
+    q.why = c.why;
+    if (!c.quantize) {
+        q.why = t.ne.size() < 2 ? "1-D" : "not a weight matrix";  // norm weights are read as they are
+    } else if (c.unblockable) {
         q.action = TensorAction::Unblockable;
-        q.why = "rows of " + std::to_string(t.ne[0]) + " elements are not a multiple of the " +
-                dtype_name(type) + " block size " + std::to_string(block);
-    } else if (t.type == type) {
+    } else if (c.type == t.type) {
         q.action = TensorAction::Copied;
     } else {
+        if (t.ne[0] % dtype_traits(c.type).block_size != 0)
+            throw std::invalid_argument("quantize: tensor '" + t.name + "' has rows of " +
+                                        std::to_string(t.ne[0]) + " elements, not whole " +
+                                        dtype_name(c.type) + " blocks of " +
+                                        std::to_string(dtype_traits(c.type).block_size) + " (" + c.why + ")");
+        const ops::QuantTraits* to = ops::quant_traits(c.type);
+        if (!to || !to->quantize_row)
+            throw std::invalid_argument("quantize: tensor '" + t.name + "' would be " + dtype_name(c.type) +
+                                        " (" + (c.why.empty() ? "the mix's type" : c.why) +
+                                        "), which graphrun does not write");
         q.action = TensorAction::Quantized;
-        q.to = type;
-        q.bytes_out = uint64_t(row_bytes(type, t.ne[0])) * uint64_t(t.n_elements() / t.ne[0]);
+        q.to = c.type;
+        q.bytes_out = uint64_t(row_bytes(c.type, t.ne[0])) * uint64_t(t.n_elements() / t.ne[0]);
     }
     return q;
 }
@@ -87,9 +91,11 @@ void convert_tensor(const GgufTensor& t, DType type, std::vector<uint8_t>& out) 
     const int64_t in_row = row_bytes(t.type, n), out_row = row_bytes(type, n);
     const ops::QuantTraits* from = ops::quant_traits(t.type);
     const ops::QuantTraits* to = ops::quant_traits(type);
-    if (!from || !to)
-        throw std::logic_error("quantize: no traits for " + std::string(dtype_name(t.type)) + " -> " +
-                               dtype_name(type));
+    if (!from || !from->dequantize_row)
+        throw GgufError("quantize: tensor '" + t.name + "' is " + dtype_name(t.type) +
+                        ", which graphrun cannot decode to quantize again");
+    if (!to || !to->quantize_row)
+        throw std::logic_error(std::string("quantize: no quantizer for ") + dtype_name(type));
     out.resize(size_t(out_row * n_rows));
     const int64_t grain = std::max<int64_t>(1, kElementsPerTask / n);
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, n_rows, grain),
@@ -116,9 +122,19 @@ size_t QuantizeReport::count(TensorAction action) const {
 
 QuantizeReport quantize_model(const std::string& in, const std::string& out, DType type,
                               const std::function<void(size_t, size_t, const std::string&)>& progress) {
-    if (type != DType::Q8_0 && type != DType::Q4_0)
+    const QuantMix* mix = find_quant_mix(dtype_name(type));
+    if (!mix)
         throw std::invalid_argument(std::string("quantize: type ") + dtype_name(type) +
-                                    " is not a quantized type graphrun writes (q8_0, q4_0)");
+                                    " is not a mix graphrun writes (" + quant_mix_names() + ")");
+    return quantize_model(in, out, QuantizeOptions{.mix = mix->name}, progress);
+}
+
+QuantizeReport quantize_model(const std::string& in, const std::string& out, const QuantizeOptions& options,
+                              const std::function<void(size_t, size_t, const std::string&)>& progress) {
+    const QuantMix* mix = find_quant_mix(options.mix);
+    if (!mix)
+        throw std::invalid_argument("quantize: unknown type '" + options.mix + "', expected one of " +
+                                    quant_mix_names());
     std::error_code ec;
     if (std::filesystem::equivalent(in, out, ec))
         throw std::invalid_argument("quantize: the output " + out + " is the input file; write a new file");
@@ -129,11 +145,15 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out, DTy
     } catch (const OutputError& e) {
         throw GgufError(e.what());
     }
+    const QuantMixPlanner planner(*file, *mix,
+                                  {options.pure, options.output_tensor_type, options.token_embedding_type});
     QuantizeReport report;
-    report.type = type;
+    report.mix = mix->name;
+    report.llama_ftype = mix->llama_ftype;
+    report.type = mix->base;
     report.file_bytes_in = file->file_size();
     for (const GgufTensor& t : file->tensors()) {
-        report.tensors.push_back(plan_tensor(t, type));
+        report.tensors.push_back(plan_tensor(t, planner));
         report.bytes_in += report.tensors.back().bytes_in;
         report.bytes_out += report.tensors.back().bytes_out;
     }
@@ -143,15 +163,15 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out, DTy
     GgufWriter writer;
     for (const auto& [key, value] : file->metadata()) writer.set(key, value);
     writer.set_u32("general.quantization_version", kGgmlQuantizationVersion);
-    writer.set_u32("general.file_type", type == DType::Q8_0 ? kLlamaFtypeMostlyQ8_0 : kLlamaFtypeMostlyQ4_0);
+    writer.set_u32("general.file_type", mix->llama_ftype);
     for (size_t k = 0; k < report.tensors.size(); ++k) {
         const GgufTensor& t = file->tensors()[k];
         const QuantizedTensor& q = report.tensors[k];
         writer.add_tensor_from(t.name, q.to, t.ne, [&, k](std::vector<uint8_t>& bytes) {
             refuse_non_finite_input(in, t);
             if (q.action == TensorAction::Quantized) {
-                convert_tensor(t, type, bytes);
-                refuse_overflowed_scales(in, t, type, bytes);
+                convert_tensor(t, q.to, bytes);
+                refuse_overflowed_scales(in, t, q.to, bytes);
             } else {
                 bytes.assign(t.data, t.data + t.nbytes);
             }

@@ -1,5 +1,5 @@
 // ops/quant_avx2.cpp — AVX2 + FMA + F16C paths for the 32-weight block dot products (Q8_0, Q4_0,
-// Q5_0 against Q8_0; Q4_1, Q5_1 against Q8_1) and row conversions. (The super-block types are in
+// Q5_0, IQ4_NL against Q8_0; Q4_1, Q5_1 against Q8_1) and row conversions. (The super-block types are in
 // ops/quant_avx2_k.cpp.)
 //
 // Built without -march flags: each kernel carries __attribute__((target)), and the exported
@@ -58,8 +58,8 @@ GR_AVX2 inline __m256i fifth_bits(const uint8_t* qh) {
     uint32_t bits;
     std::memcpy(&bits, qh, sizeof bits);
     const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(int32_t(bits)),
-        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+        _mm256_set1_epi32(int32_t(bits)), _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2,
+                                                           2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
     const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
 }
@@ -71,6 +71,19 @@ GR_AVX2 inline __m256 block_q5_0_dot(const block_q5_0& w, const block_q8_0& x, c
     const __m256i xq = load32(x.qs);
     const __m256i pairs =
         _mm256_sub_epi16(_mm256_maddubs_epi16(q, xq), _mm256_maddubs_epi16(_mm256_set1_epi8(16), xq));
+    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
+}
+
+// IQ4_NL: the nibbles index kIq4nlValues (one vpshufb of a table in both halves); signed values times
+// signed activations as |v| · (x with v's sign). Pair sums: 2 * 127 * 127 < 32767.
+GR_AVX2 inline __m256 block_iq4_nl_dot(const block_iq4_nl& w, const block_q8_0& x, const float* f16,
+                                       __m256 acc) {
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+    const __m256i v = _mm256_shuffle_epi8(table, nibbles32(w.qs));
+    const __m256i xq = load32(x.qs);
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xq, v));
     const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
     return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
 }
@@ -99,7 +112,9 @@ GR_AVX2 inline float dot_rows(int64_t n, const WBlock* w, const block_q8_0* x) {
 // Q4_1 / Q5_1 against Q8_1: w = d q + m, so w · x = d_w d_x (q · x) + m s_x. The quants are
 // unsigned (0..15 or 0..31), one maddubs; the min terms are summed in a float of their own, block by
 // block, as the scalar path does.
-GR_AVX2 inline __m256i quants_q4_1(const block_q4_1& w) { return nibbles32(w.qs); }
+GR_AVX2 inline __m256i quants_q4_1(const block_q4_1& w) {
+    return nibbles32(w.qs);
+}
 GR_AVX2 inline __m256i quants_q5_1(const block_q5_1& w) {
     return _mm256_or_si256(nibbles32(w.qs), fifth_bits(w.qh));
 }
@@ -141,6 +156,10 @@ GR_AVX2 float dot_q4_q8(int64_t n, const block_q4_0* w, const block_q8_0* x) {
 
 GR_AVX2 float dot_q5_0_q8(int64_t n, const block_q5_0* w, const block_q8_0* x) {
     return dot_rows<block_q5_0, block_q5_0_dot>(n, w, x);
+}
+
+GR_AVX2 float dot_iq4_nl_q8(int64_t n, const block_iq4_nl* w, const block_q8_0* x) {
+    return dot_rows<block_iq4_nl, block_iq4_nl_dot>(n, w, x);
 }
 
 GR_AVX2 float dot_q4_1_q8_1(int64_t n, const block_q4_1* w, const block_q8_1* x) {
@@ -215,6 +234,9 @@ float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x) {
 }
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x) {
     return dot_q5_0_q8(n, static_cast<const block_q5_0*>(w), static_cast<const block_q8_0*>(x));
+}
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* x) {
+    return dot_iq4_nl_q8(n, static_cast<const block_iq4_nl*>(w), static_cast<const block_q8_0*>(x));
 }
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* x) {
     return dot_q4_1_q8_1(n, static_cast<const block_q4_1*>(w), static_cast<const block_q8_1*>(x));

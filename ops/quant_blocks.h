@@ -120,6 +120,14 @@ struct block_iq4_xs {
 };
 static_assert(sizeof(block_iq4_xs) == 136, "IQ4_XS block must match ggml's layout");
 
+// Non-linear 4-bit in blocks of 32: w = d * kIq4nlValues[nibble], nibbles as in Q4_0. The row type
+// the iq4_xs mix falls back to when rows are not whole super-blocks.
+struct block_iq4_nl {
+    uint16_t d;
+    uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(block_iq4_nl) == 18, "IQ4_NL block must match ggml's layout");
+
 // The 16 levels of IQ4_NL / IQ4_XS: denser near zero, where most weights are.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};

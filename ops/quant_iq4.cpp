@@ -1,5 +1,6 @@
-// ops/quant_iq4.cpp — IQ4_XS: 4-bit indices into a fixed non-linear table of 16 levels
-// (kIq4nlValues), 8 sub-blocks of 32 with 6-bit scales under one fp16 super-block scale.
+// ops/quant_iq4.cpp — IQ4_XS and IQ4_NL: 4-bit indices into a fixed non-linear table of 16 levels
+// (kIq4nlValues); IQ4_XS has 8 sub-blocks of 32 with 6-bit scales under one fp16 super-block scale,
+// IQ4_NL one fp16 scale per block of 32.
 //
 // The quantizer is ggml's (quantize_iq4_xs without an importance matrix, which is what
 // llama-quantize writes), bit for bit: per sub-block the scale maximising the x^2-weighted fit
@@ -110,6 +111,47 @@ void quantize_row_iq4_xs_ref(const float* x, block_iq4_xs* y, int64_t n) {
                 y[b].qs[16 * s + j] = uint8_t(L[32 * s + j] | L[32 * s + 16 + j] << 4);
     }
 }
+
+// One block of 32 with one fp16 scale (ggml's quantize_iq4_nl, which llama-quantize uses): the fit's
+// scale stored as fp16, every weight re-indexed with the float scale.
+void quantize_row_iq4_nl_ref(const float* x, block_iq4_nl* y, int64_t n) {
+    uint8_t L[kQK];
+    for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
+        const float d = fit_sub_block(x, L);
+        y[b].d = f32_to_fp16(d);
+        const float id = d != 0 ? 1 / d : 0.f;
+        for (int j = 0; j < kQK; ++j) L[j] = uint8_t(nearest_level(id * x[j]));
+        for (int j = 0; j < kQK / 2; ++j) y[b].qs[j] = uint8_t(L[j] | L[j + kQK / 2] << 4);
+    }
+}
+
+void dequantize_row_iq4_nl(const block_iq4_nl* x, float* y, int64_t n) {
+    for (int64_t b = 0; b < n / kQK; ++b, y += kQK) {
+        const float d = fp16_to_f32(x[b].d);
+        for (int j = 0; j < kQK / 2; ++j) {
+            y[j] = d * float(kIq4nlValues[x[b].qs[j] & 15]);
+            y[j + kQK / 2] = d * float(kIq4nlValues[x[b].qs[j] >> 4]);
+        }
+    }
+}
+
+namespace scalar {
+
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* x) {
+    const auto* wb = static_cast<const block_iq4_nl*>(w);
+    const auto* xb = static_cast<const block_q8_0*>(x);
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / kQK; ++b) {
+        int32_t dot = 0;
+        for (int j = 0; j < kQK / 2; ++j)
+            dot += kIq4nlValues[wb[b].qs[j] & 15] * xb[b].qs[j] +
+                   kIq4nlValues[wb[b].qs[j] >> 4] * xb[b].qs[j + kQK / 2];
+        sum += float(dot) * (fp16_to_f32(wb[b].d) * fp16_to_f32(xb[b].d));
+    }
+    return sum;
+}
+
+}  // namespace scalar
 
 void dequantize_row_iq4_xs(const block_iq4_xs* x, float* y, int64_t n) {
     for (int64_t b = 0; b < n / kQK_K; ++b) {

@@ -34,6 +34,7 @@ void quantize_row_q5_k_ref(const float* x, block_q5_K* y, int64_t n);
 void quantize_row_q6_k_ref(const float* x, block_q6_K* y, int64_t n);
 void quantize_row_q8_k_ref(const float* x, block_q8_K* y, int64_t n);
 void quantize_row_iq4_xs_ref(const float* x, block_iq4_xs* y, int64_t n);
+void quantize_row_iq4_nl_ref(const float* x, block_iq4_nl* y, int64_t n);  // as quantize_iq4_nl writes files
 
 void dequantize_row_q8_0(const block_q8_0* x, float* y, int64_t n);
 void dequantize_row_q4_0(const block_q4_0* x, float* y, int64_t n);
@@ -46,13 +47,15 @@ void dequantize_row_q5_k(const block_q5_K* x, float* y, int64_t n);
 void dequantize_row_q6_k(const block_q6_K* x, float* y, int64_t n);
 void dequantize_row_q8_k(const block_q8_K* x, float* y, int64_t n);
 void dequantize_row_iq4_xs(const block_iq4_xs* x, float* y, int64_t n);
+void dequantize_row_iq4_nl(const block_iq4_nl* x, float* y, int64_t n);
 
 // All 65536 halves as floats, built once. SIMD kernels read a block's scale with one load (and can
 // broadcast it straight from memory), which is cheaper than converting it in registers.
 const float* fp16_to_f32_table();
 
 // ---- dot products: weight row · activation row (the traits' vec_dot_type), n elements ----
-// 32-weight blocks: sum over blocks of (integer block dot) * d_w * d_x (+ m_w * s_x for Q4_1 / Q5_1);
+// 32-weight blocks (Q8_0, Q4_0, Q5_0, IQ4_NL against Q8_0; Q4_1, Q5_1 against Q8_1): sum over blocks
+// of (integer block dot) * d_w * d_x (+ m_w * s_x for Q4_1 / Q5_1);
 // the paths differ only in the order the float products are added.
 // Super-blocks (Q4_K, Q5_K, Q6_K, IQ4_XS against Q8_K): exact integer sums per super-block folded in
 // with k_superblock_total (ops/quant_k_common.h), so every path gives the scalar path's bits.
@@ -66,6 +69,7 @@ float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* x);
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace scalar
@@ -80,6 +84,7 @@ float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* x);
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);  // F16C; bit-exact with scalar::
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);  // F16C, round to nearest even
 // quantize_row_q8_0_ref's result, bit for bit, 8 floats at a time (activations, once per matmul).

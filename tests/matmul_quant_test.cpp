@@ -49,7 +49,7 @@ void run_split(const KernelArgs& a) {
 TEST(MatmulQuant, EveryRunnableTypeIsCovered) {
     const std::vector<DType> types = matmul_types();
     for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
-                    DType::Q6_K, DType::IQ4_XS})
+                    DType::Q6_K, DType::IQ4_XS, DType::IQ4_NL})
         EXPECT_NE(std::find(types.begin(), types.end(), t), types.end()) << dtype_name(t);
 }
 
@@ -259,7 +259,7 @@ TEST(MatmulQuant, AccuracyAgainstF32) {
     //   q8_0 4.0e-5 6.5e-5 1.0e-4 1.5e-4   q4_0 4.5e-3 6.9e-3 1.6e-2 2.0e-2 q4_1 3.6e-3 6.4e-3 9.8e-3 1.2e-2
     //   q5_0 9.2e-4 1.8e-3 4.6e-3 8.6e-3   q5_1 9.0e-4 1.6e-3 2.3e-3 2.6e-3 q4_k 2.9e-3 5.3e-3 8.5e-3 1.1e-2
     //   q5_k 7.8e-4 1.4e-3 2.9e-3 2.3e-3   q6_k 2.3e-4 3.9e-4 6.4e-4 9.4e-4
-    //   iq4_xs 4.0e-3 6.0e-3 1.1e-2 1.6e-2
+    //   iq4_xs 4.0e-3 6.0e-3 1.1e-2 1.6e-2 iq4_nl 3.9e-3 5.6e-3 1.1e-2 1.4e-2
     // (the weights-only figures are within a few % of these, except Q8_0 and Q6_K where the activations'
     // own quantization is a good part of the total).
     const std::map<DType, Bounds> bounds = {
@@ -272,6 +272,7 @@ TEST(MatmulQuant, AccuracyAgainstF32) {
         {DType::Q5_K, {{{1.5e-3, 1.6e-3}, {2.7e-3, 2.7e-3}, {5.6e-3, 5.7e-3}, {4.5e-3, 4.6e-3}}}},
         {DType::Q6_K, {{{3.4e-4, 4.6e-4}, {6.7e-4, 7.7e-4}, {1.2e-3, 1.3e-3}, {1.75e-3, 1.9e-3}}}},
         {DType::IQ4_XS, {{{7.8e-3, 8e-3}, {1.2e-2, 1.2e-2}, {2.2e-2, 2.2e-2}, {3.1e-2, 3.2e-2}}}},
+        {DType::IQ4_NL, {{{7.8e-3, 8e-3}, {1.1e-2, 1.1e-2}, {2.1e-2, 2.1e-2}, {2.7e-2, 2.7e-2}}}},
     };
     const testing::Dist dists[] = {testing::Dist::Uniform, testing::Dist::Normal, testing::Dist::StudentT3,
                                    testing::Dist::NormalOutliers};

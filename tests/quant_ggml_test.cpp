@@ -73,7 +73,7 @@ const Ggml& ggml() {
 const std::pair<DType, const char*> kTypes[] = {
     {DType::Q8_0, "q8_0"}, {DType::Q4_0, "q4_0"}, {DType::Q4_1, "q4_1"},
     {DType::Q5_0, "q5_0"}, {DType::Q5_1, "q5_1"}, {DType::Q4_K, "q4_K"},
-    {DType::Q5_K, "q5_K"}, {DType::Q6_K, "q6_K"}, {DType::IQ4_XS, "iq4_xs"}};
+    {DType::Q5_K, "q5_K"}, {DType::Q6_K, "q6_K"}, {DType::IQ4_XS, "iq4_xs"}, {DType::IQ4_NL, "iq4_nl"}};
 
 // Rows of 1024 values: the four distributions at three scales, and edge cases.
 std::vector<std::vector<float>> test_rows() {

@@ -131,6 +131,17 @@ TEST(QuantLayout, Iq4XsTableIndicesAndSixBitScales) {
         }
 }
 
+TEST(QuantLayout, Iq4NlTableIndicesInQ4_0Order) {
+    block_iq4_nl b{};
+    b.d = f32_to_fp16(-0.5f);
+    for (int j = 0; j < 16; ++j) b.qs[j] = uint8_t(j | (15 - j) << 4);
+    const auto y = decode(DType::IQ4_NL, b, 32);
+    for (int j = 0; j < 16; ++j) {
+        EXPECT_EQ(y[size_t(j)], -0.5f * float(kIq4nlValues[j]));
+        EXPECT_EQ(y[size_t(16 + j)], -0.5f * float(kIq4nlValues[15 - j]));
+    }
+}
+
 // ---- activation formats ----
 
 TEST(QuantActivations, Q8_1CarriesTheBlockSum) {
@@ -191,13 +202,14 @@ TEST(QuantActivations, Q8_KSumsOf16AndSymmetricRange) {
 //   q5_k     7.8e-4   1.3e-3   2.2e-3   2.2e-3
 //   q6_k     1.8e-4   3.2e-4   6.2e-4   8.0e-4
 //   iq4_xs   4.3e-3   6.0e-3   1.0e-2   1.2e-2
+//   iq4_nl   4.2e-3   5.9e-3   1.0e-2   1.2e-2
 // Bounds are about 2x that.
 TEST(QuantRoundTrip, ErrorPerTypeAndDistribution) {
     const std::map<DType, std::array<double, 4>> bounds = {
         {DType::Q4_1, {7.5e-3, 1.2e-2, 2e-2, 2.1e-2}},     {DType::Q5_0, {2e-3, 3.6e-3, 8e-3, 1.2e-2}},
         {DType::Q5_1, {1.8e-3, 2.9e-3, 4.5e-3, 4.6e-3}},   {DType::Q4_K, {6e-3, 1e-2, 1.7e-2, 1.7e-2}},
         {DType::Q5_K, {1.6e-3, 2.6e-3, 4.4e-3, 4.4e-3}},   {DType::Q6_K, {3.6e-4, 6.4e-4, 1.2e-3, 1.6e-3}},
-        {DType::IQ4_XS, {8.5e-3, 1.2e-2, 2.1e-2, 2.4e-2}},
+        {DType::IQ4_XS, {8.5e-3, 1.2e-2, 2.1e-2, 2.4e-2}}, {DType::IQ4_NL, {8.5e-3, 1.2e-2, 2e-2, 2.4e-2}},
     };
     const testing::Dist dists[] = {testing::Dist::Uniform, testing::Dist::Normal, testing::Dist::StudentT3,
                                    testing::Dist::NormalOutliers};
@@ -225,8 +237,8 @@ struct TypeShape {
 
 std::vector<TypeShape> dot_cases() {
     const std::vector<int64_t> k32 = {32, 96, 160, 4096 + 32}, k256 = {256, 768, 1280, 4096 + 256};
-    return {{DType::Q4_1, k32},  {DType::Q5_0, k32},  {DType::Q5_1, k32},   {DType::Q4_K, k256},
-            {DType::Q5_K, k256}, {DType::Q6_K, k256}, {DType::IQ4_XS, k256}};
+    return {{DType::Q4_1, k32},  {DType::Q5_0, k32},  {DType::Q5_1, k32},   {DType::IQ4_NL, k32},
+            {DType::Q4_K, k256}, {DType::Q5_K, k256}, {DType::Q6_K, k256}, {DType::IQ4_XS, k256}};
 }
 
 // The super-block types fold exact integers in one order on every path: equal bits. The 32-weight
@@ -288,6 +300,7 @@ TEST(QuantSimdTypes, VecDotExtremesMatchScalarExactly) {
                     std::memcpy(block + 2, &one, 2);
                     break;
                 case DType::Q5_0:
+                case DType::IQ4_NL:  // d = 1, values 113
                     std::memcpy(block, &one, 2);
                     break;
                 case DType::Q4_K:

@@ -87,7 +87,10 @@ TEST_P(QuantizeFile, MatricesBecomeTheTypeNormsStayAndUnblockableRowsAreKept) {
         EXPECT_EQ(b.ne, a.ne);
         const bool is_norm = a.ne.size() == 1;
         const bool is_ffn_down = a.name.find("ffn_down") != std::string::npos;
-        EXPECT_EQ(b.type, is_norm || is_ffn_down ? DType::F32 : type);
+        // llama-quantize's choice for output.weight: Q6_K in a Q4_0 file, which rows of 64 cannot hold
+        // (blocks of 256), so its fallback Q8_0.
+        const DType want = is_norm || is_ffn_down ? DType::F32 : a.name == "output.weight" ? DType::Q8_0 : type;
+        EXPECT_EQ(b.type, want);
         if (is_norm || is_ffn_down) {  // untouched, byte for byte
             ASSERT_EQ(b.nbytes, a.nbytes);
             EXPECT_EQ(std::memcmp(a.data, b.data, a.nbytes), 0);
@@ -171,7 +174,9 @@ TEST(Quantize, ConvertsF16AndRequantizesAndCopiesRowByRow) {
 
     // The F16 file's unblockable ffn_down stays F16.
     EXPECT_EQ(q8_file->find_tensor("blk.0.ffn_down.weight")->type, DType::F16);
-    EXPECT_EQ(requantized.count(graph::TensorAction::Quantized), 14u);
+    // output.weight is Q8_0 in the Q4_0 file too (rows of 64 cannot hold Q6_K): copied.
+    EXPECT_EQ(requantized.count(graph::TensorAction::Quantized), 13u);
+    EXPECT_EQ(requantized.count(graph::TensorAction::Copied), 1u);
     EXPECT_EQ(copied.count(graph::TensorAction::Copied), 14u);
     EXPECT_EQ(copied.count(graph::TensorAction::Quantized), 0u);
 }
@@ -248,18 +253,29 @@ TEST(QuantizeCli, WritesTheFileReportsKeptTensorsAndSummarises) {
                              Not(HasSubstr("\r"))));
     EXPECT_THAT(r.err, AllOf(HasSubstr("kept blk.0.ffn_down.weight f32 (64, 100) unquantized: rows of 100"),
                              HasSubstr("kept blk.1.ffn_down.weight")));
+    EXPECT_THAT(r.err, HasSubstr("output.weight -> q8_0: rows of 64 elements are not a multiple of the q6_k block"));
     EXPECT_THAT(r.out, AllOf(HasSubstr("wrote " + out.path + ": q4_0 (llama.cpp file type 2)"),
-                             HasSubstr("14 quantized to q4_0"), HasSubstr("2 kept unquantized"),
-                             HasSubstr("x smaller")));
-    EXPECT_EQ(GgufFile::open(out.path)->find_tensor("output.weight")->type, DType::Q4_0);
+                             HasSubstr("13 q4_0, 1 q8_0"), HasSubstr("2 kept unquantized"), HasSubstr("x smaller")));
+    EXPECT_EQ(GgufFile::open(out.path)->find_tensor("output.weight")->type, DType::Q8_0);
+    // --pure: every matrix in the one type, the forced output type aside.
+    testing::TempFile pure("quantize_cli_pure");
+    r = test::run_graphrun({"quantize", "--pure", "--output-tensor-type", "f16", in, pure.path, "q4_0"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, AllOf(HasSubstr("q4_0, pure"), HasSubstr("1 f16, 13 q4_0")));
+    EXPECT_EQ(GgufFile::open(pure.path)->find_tensor("output.weight")->type, DType::F16);
+    EXPECT_EQ(GgufFile::open(pure.path)->find_tensor("blk.0.attn_v.weight")->type, DType::Q4_0);
 }
 
 TEST(QuantizeCli, BadTypeAndMissingInputFailWithExitCodeOne) {
     const std::string in = testing::random_model_file(odd_spec(), "quantize_odd");
     testing::TempFile out("quantize_cli_errors");
-    test::ProcessResult bad_type = test::run_graphrun({"quantize", in, out.path, "q5_k"});
+    test::ProcessResult bad_type = test::run_graphrun({"quantize", in, out.path, "q3_k_m"});
     EXPECT_EQ(bad_type.exit_code, 1);
-    EXPECT_THAT(bad_type.err, AllOf(HasSubstr("unknown type 'q5_k'"), HasSubstr("q8_0 or q4_0")));
+    EXPECT_THAT(bad_type.err, AllOf(HasSubstr("unknown type 'q3_k_m'"), HasSubstr("q8_0, q4_0, q4_1")));
+    test::ProcessResult bad_output =
+        test::run_graphrun({"quantize", "--output-tensor-type", "iq2_xxs", in, out.path, "q8_0"});
+    EXPECT_EQ(bad_output.exit_code, 1);
+    EXPECT_THAT(bad_output.err, HasSubstr("--output-tensor-type 'iq2_xxs' is not a type graphrun writes"));
     test::ProcessResult f16 = test::run_graphrun({"quantize", in, out.path, "f16"});
     EXPECT_EQ(f16.exit_code, 1);
     EXPECT_THAT(f16.err, HasSubstr("unknown type 'f16'"));
