@@ -12,6 +12,7 @@ void register_generate(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_make_model(CLI::App& app);
+void register_perplexity(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_version(CLI::App& app);  // --version

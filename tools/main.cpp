@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
     graphrun::tools::register_bench(app);
     graphrun::tools::register_inspect(app);
     graphrun::tools::register_make_model(app);
+    graphrun::tools::register_perplexity(app);
     graphrun::tools::register_quantize(app);
     graphrun::tools::register_tokenize(app);
     graphrun::tools::register_version(app);
