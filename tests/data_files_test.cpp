@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <regex>
 
 #include "graph/data_files.h"
 #include "graph/graph.h"
@@ -110,11 +109,11 @@ TEST(Version, NamesVersionCommitCompilerSimdAndData) {
     test::ProcessResult r = run_graphrun_here({"--version"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out, ::testing::StartsWith("graphrun "));
-    std::smatch commit;
-    ASSERT_TRUE(std::regex_search(r.out, commit, std::regex("\ncommit +(\\S+)"))) << r.out;
     // Built from a git checkout, the commit is known; from a tarball it is "unknown".
+    // (gtest's regex, not std::regex: GCC 12 warns inside <regex> under the sanitizers.)
+    EXPECT_THAT(r.out, ::testing::ContainsRegex("\ncommit +([0-9a-f]{12}|unknown)( \\(with uncommitted changes\\))?\n"));
     if (fs::exists(kSource / ".git")) {
-        EXPECT_TRUE(std::regex_match(commit[1].str(), std::regex("[0-9a-f]{12}"))) << r.out;
+        EXPECT_THAT(r.out, Not(HasSubstr("\ncommit    unknown")));
     }
     EXPECT_THAT(r.out, ::testing::ContainsRegex("\ncompiler +(GCC|clang) "));
     EXPECT_THAT(r.out, ::testing::ContainsRegex("\nsimd +this CPU runs scalar.*; kernels use (scalar|avx2|avx512)"));
