@@ -57,9 +57,9 @@ tools=(graphrun)
 [ -n "$llama" ] && tools+=(llama)
 [ -n "$ik" ] && tools+=(ik)
 
-# One tool, one model, every test: JSON files in $out named <round>.<tool>.<n>.json.
+# One tool, one model, every test: JSON files in $out named <round>.<tool>.<model index>.<n>.json.
 run_tool() {
-  local round=$1 tool=$2 model=$3 i=0 exe args
+  local round=$1 tool=$2 model=$3 model_index=$4 i=0 exe args
   case $tool in
     graphrun) exe=$graphrun; args=(bench --bandwidth-mib 0) ;;
     baseline) exe=$baseline; args=(bench --bandwidth-mib 0) ;;
@@ -75,7 +75,7 @@ run_tool() {
     # shellcheck disable=SC2086 # $r holds several options on purpose
     local rc=0
     "$exe" "${args[@]}" -m "$model" -t "$threads" $r -r "$reps" -o json \
-      >"$out/$round.$tool.$i.json" 2>>"$out/$tool.log" || rc=$?
+      >"$out/$round.$tool.$model_index.$i.json" 2>>"$out/$tool.log" || rc=$?
     if [ "$rc" -ne 0 ]; then
       local why="exit status $rc"
       # 132 = SIGILL: a binary built for instructions this CPU lacks (AVX-512 builds on an AVX2 machine)
@@ -89,16 +89,18 @@ run_tool() {
 }
 
 for ((round = 0; round < rounds; round++)); do
-  for model in "${models[@]}"; do
+  for ((m = 0; m < ${#models[@]}; m++)); do
     for ((k = 0; k < ${#tools[@]}; k++)); do
       tool=${tools[$(((k + round) % ${#tools[@]}))]}
-      echo "round $((round + 1))/$rounds: $tool on $(basename "$model")" >&2
-      run_tool "$round" "$tool" "$model"
+      echo "round $((round + 1))/$rounds: $tool on $(basename "${models[$m]}")" >&2
+      run_tool "$round" "$tool" "${models[$m]}" "$m"
     done
   done
 done
 
-cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
+field() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'; }
+simd=$(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || { grep -qw avx2 /proc/cpuinfo && echo "AVX2, no AVX-512" || echo "no AVX2"; })
+cpu="$(field 'model name') (family $(field 'cpu family') model $(field model), $simd), $(nproc) cores"
 python3 - "$out" "$cpu" "${tools[@]}" <<'EOF'
 import glob, json, os, statistics, sys
 out, cpu, tools = sys.argv[1], sys.argv[2], sys.argv[3:]
