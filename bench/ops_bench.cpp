@@ -66,22 +66,24 @@ std::vector<uint16_t> f16_values(const std::vector<float>& x) {
     return h;
 }
 
-// Decode: one token at position n_pos - 1 attends over n_pos cached rows; 32 query heads, hd 128,
-// n_head_kv 32 (Llama-2-7B) or 8 (GQA 4, Llama-3-8B-like).
+// Decode: one token at position n_pos - 1 attends over n_pos cached rows (blocks 0, 1, 2, ... of the
+// paged cache); 32 query heads, hd 128, n_head_kv 32 (Llama-2-7B) or 8 (GQA 4, Llama-3-8B-like).
 void BM_attention_decode(benchmark::State& state) {
     const int64_t n_pos = state.range(0);
     const int n_head_kv = int(state.range(1));
     const int64_t qw = int64_t(kHeads) * kHeadDim, kvw = int64_t(n_head_kv) * kHeadDim;
-    std::vector<uint16_t> cache_k = f16_values(random_floats(size_t(n_pos * kvw), 4)),
-                          cache_v = f16_values(random_floats(size_t(n_pos * kvw), 5));
+    const std::vector<uint16_t> cache_k = f16_values(random_floats(size_t(n_pos * kvw), 4)),
+                                cache_v = f16_values(random_floats(size_t(n_pos * kvw), 5));
+    const int64_t n_blocks = n_pos / kKvBlockSize;
+    std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+    for (int64_t b = 0; b < n_blocks; ++b) table[size_t(b)] = int32_t(b);
     OpCall c;
     c.in = {f32_tensor({1, qw}, random_floats(size_t(qw), 6)),
-            f32_tensor({1, kvw}, random_floats(size_t(kvw), 7)),
-            f32_tensor({1, kvw}, random_floats(size_t(kvw), 8)), i32_tensor({1}, {int32_t(n_pos - 1)})};
+            raw_tensor(DType::F16, {n_pos, kvw}, cache_k.data(), cache_k.size() * 2),
+            raw_tensor(DType::F16, {n_pos, kvw}, cache_v.data(), cache_v.size() * 2),
+            i32_tensor({1}, {int32_t(n_pos - 1)}), i32_tensor({1, n_blocks}, table)};
     c.out = output_tensor(DType::F32, {1, qw});
-    c.params = OpParams::of(
-        ops::AttentionParams{.n_head = kHeads, .n_head_kv = n_head_kv, .head_dim = kHeadDim, .layer = 0});
-    c.kv = {cache_k.data(), cache_v.data(), n_pos, kvw};
+    c.params = OpParams::of(ops::AttentionParams{.n_head = kHeads, .n_head_kv = n_head_kv, .head_dim = kHeadDim});
     const ops::OpDef& op = op_row("attention");
     const KernelArgs args = c.args();
     for (auto _ : state) run_whole(op, args), benchmark::ClobberMemory();

@@ -16,7 +16,6 @@
 #include "runtime/aligned_buffer.h"
 #include "runtime/checked_math.h"
 #include "runtime/executor.h"
-#include "runtime/kv_cache.h"
 
 namespace {
 
@@ -39,13 +38,33 @@ const GgufFile& small_model() {
 }
 
 void run_once(const graph::Graph& g, const graph::Plan& plan) {
-    if (plan.arena_bytes > kMaxRunBytes || plan.kv.bytes() > kMaxRunBytes) return;
-    KvCache kv(plan.kv.n_layer, plan.kv.n_ctx, plan.kv.row);
+    if (plan.arena_bytes > kMaxRunBytes || plan.state_bytes > kMaxRunBytes) return;
     AlignedBuffer arena(plan.arena_bytes, graph::kArenaAlignment);
-    const std::vector<Step> steps = graph::bind_plan(plan, arena.data(), kv);
+    std::vector<AlignedBuffer> state;
+    std::vector<void*> state_ptrs;
+    for (int id : plan.state_tensors) {
+        state.emplace_back(plan.tensors[size_t(id)].bytes, graph::kArenaAlignment);
+        state_ptrs.push_back(state.back().data());
+    }
+    const std::vector<Step> steps = graph::bind_plan(plan, arena.data(), state_ptrs);
+    // One sequence at positions 0 .. n_tokens-1 in block 0 (slot = position), logits for the last token.
     for (size_t i = 0; i < g.inputs.size(); ++i) {
-        auto* in = reinterpret_cast<int32_t*>(arena.data() + plan.tensors[plan.input_tensors[i]].offset);
-        for (int64_t t = 0; t < plan.n_tokens; ++t) in[t] = g.inputs[i].name == "tokens" ? int32_t(t * 7 % 320) : int32_t(t);
+        const graph::PlanTensor& t = plan.tensors[size_t(plan.input_tensors[i])];
+        auto* in = reinterpret_cast<int32_t*>(arena.data() + t.offset);
+        for (int64_t k = 0; k < t.desc.n_elements(); ++k)
+            switch (g.inputs[i].kind) {
+                case graph::InputKind::Tokens:
+                    in[k] = int32_t(k * 7 % 320);
+                    break;
+                case graph::InputKind::KvTable:
+                    in[k] = 0;
+                    break;
+                case graph::InputKind::LogitRows:
+                    in[k] = int32_t(plan.n_tokens - 1);
+                    break;
+                default:
+                    in[k] = int32_t(k);
+            }
     }
     static Executor executor(1);
     executor.run(steps);

@@ -28,7 +28,9 @@ namespace {
 
 int64_t align_up(int64_t n) { return checked_align_up(n, kArenaAlignment, "[plan] arena offset"); }
 
-bool in_arena(const PlanTensor& t) { return t.kind != PlanTensor::Kind::Weight; }
+bool in_arena(const PlanTensor& t) {
+    return t.kind != PlanTensor::Kind::Weight && t.kind != PlanTensor::Kind::State;
+}
 
 struct Buffer {
     int64_t bytes = 0;  // aligned

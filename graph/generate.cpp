@@ -24,10 +24,9 @@ GenerationStats generate(Session& session, Sampler& sampler, std::span<const int
         ~StopRecording() { session.set_timeline(nullptr); }
     } stop_recording{session};
     auto start = std::chrono::steady_clock::now();
-    std::span<const float> logits = session.eval(prompt);
+    std::span<const float> logits = session.eval(prompt, Session::Logits::Last);
     stats.prompt_seconds = seconds_since(start);
     stats.prompt_tokens = int64_t(prompt.size());
-    logits = logits.subspan(logits.size() - size_t(session.n_vocab()));
 
     if (profiler) profiler->set_section("decode");
     start = std::chrono::steady_clock::now();

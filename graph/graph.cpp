@@ -133,6 +133,28 @@ std::string graph_path_for(const std::string& architecture) {
 
 namespace {
 
+constexpr InputSpec kInputSpecs[] = {
+    {"tokens", InputKind::Tokens, "(n_tokens) i32: token ids"},
+    {"positions", InputKind::Positions, "(n_tokens) i32: each token's position in its sequence"},
+    {"kv_slots", InputKind::KvSlots, "(n_tokens) i32: the KV cache row each token's keys and values go to"},
+    {"kv_table", InputKind::KvTable, "(n_tokens, table_width) i32: each token's sequence's KV block table"},
+    {"logit_rows", InputKind::LogitRows, "(n_outputs) i32: the batch rows whose logits are read"},
+};
+
+}  // namespace
+
+std::span<const InputSpec> graph_input_specs() {
+    return kInputSpecs;
+}
+
+const GraphInput* Graph::input(InputKind kind) const {
+    for (const GraphInput& in : inputs)
+        if (in.kind == kind) return &in;
+    return nullptr;
+}
+
+namespace {
+
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
     for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
         text.replace(at, from.size(), to);
@@ -271,7 +293,14 @@ class Binder {
                 fail(where, number_text(a) + " is not divisible by " + number_text(b));
             return a / b;
         }
-        fail(where, "must have 'key' or 'div'");
+        if (def.contains("mul")) {
+            const Json& args = def["mul"];
+            if (!args.is_array() || args.size() != 2) fail(where, "'mul' takes two operands");
+            const double product = operand(where, args[0]) * operand(where, args[1]);
+            if (!std::isfinite(product)) fail(where, "the product is not a finite number");
+            return product;
+        }
+        fail(where, "must have 'key', 'div' or 'mul'");
     }
 
     // A number, or the name of a symbol bound earlier (or a repeat index in scope).
@@ -292,8 +321,16 @@ class Binder {
         for (const Json& input : inputs) {
             const std::string name = name_text("inputs", input, "an input name");
             if (scope_.count(name)) fail("inputs", "'" + name + "' is listed twice");
+            const auto spec = std::find_if(std::begin(kInputSpecs), std::end(kInputSpecs),
+                                           [&](const InputSpec& s) { return name == s.name; });
+            if (spec == std::end(kInputSpecs)) {
+                std::string known;
+                for (const InputSpec& s : kInputSpecs)
+                    known += (known.empty() ? "" : ", ") + std::string(s.name);
+                fail("inputs", "'" + name + "' is not an input the session fills (known: " + known + ")");
+            }
             scope_[name] = {ValueRef::Kind::Input, int(graph_.inputs.size())};
-            graph_.inputs.push_back({name});
+            graph_.inputs.push_back({name, spec->kind});
         }
     }
 
@@ -321,7 +358,10 @@ class Binder {
             const std::string id = name_text("nodes", node.at("id"), "a node's 'id'");
             if (!defined_here.insert(id).second)
                 fail("node '" + prefix + id + "'", "id '" + id + "' is defined twice in the same block");
-            bind_node(node, prefix + id, id);
+            if (node.contains("state"))
+                bind_state(node, prefix + id, id);
+            else
+                bind_node(node, prefix + id, id);
         }
     }
 
@@ -359,6 +399,25 @@ class Binder {
         }
         indices_.erase(index);
         for (; added_names_.size() > mark; added_names_.pop_back()) scope_.erase(added_names_.back());
+    }
+
+    // {"id": "k_cache", "state": "kv_cache", "width": "kv_width"}: a KV cache the session keeps.
+    void bind_state(const Json& node, const std::string& name, const std::string& id) {
+        const std::string where = "state '" + name + "'";
+        for (const auto& [key, value] : node.items())
+            if (key != "id" && key != "state" && key != "width")
+                fail(where, "unknown field '" + key + "' (a state takes id, state and width)");
+        if (!node["state"].is_string() || node["state"].get<std::string>() != "kv_cache")
+            fail(where, "'state' must be \"kv_cache\" (the one kind of state), got " + node["state"].dump());
+        if (!node.contains("width")) fail(where, "a kv_cache needs 'width' (elements per position)");
+        const double width = operand(where + " field 'width'", node["width"]);
+        if (!(width >= 1 && width <= double(kMaxStateWidth)) || width != std::floor(width))
+            fail(where, "width " + number_text(width) + " is not a whole number in 1 .. " +
+                            std::to_string(kMaxStateWidth));
+        if (graph_.states.size() >= size_t(kMaxStates))
+            fail(where, "is one state more than the " + std::to_string(kMaxStates) + " a graph may declare");
+        scope_[id] = {ValueRef::Kind::State, int(graph_.states.size())};
+        graph_.states.push_back({name, int64_t(width)});
     }
 
     void bind_node(const Json& node, const std::string& name, const std::string& id) {

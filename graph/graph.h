@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,12 +48,36 @@ std::string default_model_path();  // models/kjv-q8_0.gguf, the model graphrun s
 
 // Where a node input comes from once bound.
 struct ValueRef {
-    enum class Kind { Input, Weight, Node } kind = Kind::Node;
-    int index = 0;  // into Graph::inputs, Graph::weights or Graph::nodes
+    enum class Kind { Input, Weight, Node, State } kind = Kind::Node;
+    int index = 0;  // into Graph::inputs, Graph::weights, Graph::nodes or Graph::states
 };
 
+// The inputs a session fills before every run, one entry (or row) per token of the batch unless said:
+//   tokens      (n_tokens) i32               token ids
+//   positions   (n_tokens) i32               each token's position in its sequence
+//   kv_slots    (n_tokens) i32               the KV cache row each token's keys and values go to
+//   kv_table    (n_tokens, table_width) i32  each token's sequence's block table (runtime/kv_blocks.h)
+//   logit_rows  (n_outputs) i32              the batch rows whose logits are read, in order
+// A graph declares the ones it reads; any other name is an error (nothing would fill it).
+enum class InputKind { Tokens, Positions, KvSlots, KvTable, LogitRows };
+struct InputSpec {
+    const char* name;
+    InputKind kind;
+    const char* about;
+};
+std::span<const InputSpec> graph_input_specs();
+
 struct GraphInput {
-    std::string name;  // "tokens", "positions": (n_tokens) i32, filled by the session before a run
+    std::string name;
+    InputKind kind = InputKind::Tokens;
+};
+
+// Planned state: memory that outlives a run. The one kind is a KV cache, f16 (n_slots, width), one
+// per layer for keys and one for values; the session sizes n_slots (its block pool) and keeps the
+// contents between runs. Graphs declare it as {"id": "k_cache", "state": "kv_cache", "width": W}.
+struct GraphState {
+    std::string name;   // "blk.3.k_cache"
+    int64_t width = 0;  // elements per position (n_head_kv * head_dim)
 };
 
 struct GraphWeight {
@@ -78,8 +103,11 @@ struct Graph {
     std::map<std::string, double> symbols;  // resolved sizes and constants, for the plan dump
     std::vector<GraphInput> inputs;
     std::vector<GraphWeight> weights;
+    std::vector<GraphState> states;
     std::vector<GraphNode> nodes;
     std::vector<ValueRef> outputs;  // the first output is the logits
+
+    const GraphInput* input(InputKind kind) const;  // nullptr when the graph does not read it
 };
 
 Graph bind_graph(const GraphFile& file, const GgufFile& model);

@@ -1,8 +1,9 @@
-// graph/plan.h — an execution plan: steps in order, every tensor's place, and the KV cache size.
+// graph/plan.h — an execution plan: steps in order, every tensor's place, and the planned state.
 //
-// make_plan decides everything once for a batch of n_tokens: kernel per node, output shapes,
-// lifetimes and arena offsets. bind_plan turns offsets into pointers (once), giving the runtime
-// Steps that the executor runs without allocating or looking anything up.
+// make_plan decides everything once for one shape of batch (PlanShape): kernel per node, output shapes,
+// lifetimes and arena offsets, and the state tensors (the KV cache) with their sizes. bind_plan turns
+// offsets into pointers (once), giving the runtime Steps that the executor runs without allocating or
+// looking anything up.
 #pragma once
 
 #include <cstdint>
@@ -10,16 +11,32 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/limits.h"
 #include "ops/op_table.h"
-#include "runtime/checked_math.h"
-#include "runtime/kv_cache.h"
+#include "runtime/kv_blocks.h"
 
 namespace graphrun::graph {
 
 constexpr int64_t kArenaAlignment = 64;  // a cache line, and enough for any SIMD load
 
+// What a plan is made for. Plans are cached per (n_tokens, n_outputs); the KV sizes are the session's.
+struct PlanShape {
+    int64_t n_tokens = 1;   // tokens in the batch
+    int64_t n_outputs = 1;  // rows of logit_rows (1 .. n_tokens), for graphs that select rows
+    int64_t kv_blocks =
+        1;  // blocks in the KV pool: every KV cache state is (kv_blocks * kKvBlockSize, width)
+    int64_t table_width = 1;  // block-table entries per token: ceil(n_ctx / kKvBlockSize)
+};
+
+// A plan's KV pool for n_seq sequences of up to n_ctx positions each (the single-sequence shape when
+// n_seq is 1): table_width = ceil(n_ctx / kKvBlockSize), kv_blocks = n_seq * table_width.
+PlanShape plan_shape_for(int64_t n_tokens, int64_t n_outputs, int64_t n_ctx, int64_t n_seq = 1);
+
 struct PlanTensor {
-    enum class Kind { Input, Weight, Intermediate, Scratch };
+    // Input: filled by the session; Weight: mapped from the model; Intermediate, Scratch: in the arena,
+    // alive for [first_step, last_step]; State: memory of its own that the session keeps between runs
+    // (a KV cache), the same for every plan of a session.
+    enum class Kind { Input, Weight, Intermediate, Scratch, State };
     std::string name;
     ops::TensorDesc desc;
     Kind kind = Kind::Intermediate;
@@ -29,6 +46,7 @@ struct PlanTensor {
     int first_step = 0;  // lifetime in steps, inclusive: written at first_step, last read at last_step
     int last_step = 0;
     int reuses = -1;  // in-place: the tensor whose bytes this one takes over (its last reader writes us)
+    int state = -1;   // State: index into Graph::states (and Plan::state_tensors)
 };
 const char* plan_tensor_kind_name(PlanTensor::Kind kind);
 
@@ -36,35 +54,37 @@ struct PlanStep {
     int node = 0;  // into Graph::nodes
     const ops::OpDef* op = nullptr;
     std::vector<int> inputs;  // into Plan::tensors
-    int output = -1;
-    int scratch = -1;  // a Scratch tensor, or -1
+    int output = -1;          // a new tensor, or (an op that writes state) the State tensor it updates
+    int scratch = -1;         // a Scratch tensor, or -1
     OpParams params;
 };
 
-struct KvCacheSpec {
-    int64_t n_layer = 0;
-    int64_t n_ctx = 0;
-    int64_t row = 0;  // n_head_kv * head_dim
-    int64_t bytes() const {  // k and v, fp16; throws SizeError when it overflows (make_plan checks it)
-        return checked_product({2, n_layer, n_ctx, row, int64_t(sizeof(uint16_t))}, "KV cache bytes");
-    }
-};
-
 struct Plan {
-    int64_t n_tokens = 0;
+    PlanShape shape;
+    int64_t n_tokens = 0;  // shape.n_tokens
     std::vector<PlanTensor> tensors;
     std::vector<PlanStep> steps;
     std::vector<int> input_tensors;   // one per Graph::inputs, in order
     std::vector<int> output_tensors;  // one per Graph::outputs, in order
-    KvCacheSpec kv;
-    int64_t arena_bytes = 0;   // peak: the arena every intermediate fits in
-    int64_t naive_bytes = 0;   // the sum of all intermediates, as if nothing were reused
-    int64_t weight_bytes = 0;  // bytes of the mapped weights the plan reads
+    std::vector<int> state_tensors;   // one per Graph::states, in order
+    int64_t arena_bytes = 0;          // peak: the arena every intermediate fits in
+    int64_t naive_bytes = 0;          // the sum of all intermediates, as if nothing were reused
+    int64_t state_bytes = 0;          // the sum of the state tensors (the KV cache)
+    int64_t weight_bytes = 0;         // bytes of the mapped weights the plan reads
 };
 
-// Plans `graph` for batches of n_tokens tokens and a KV cache of n_ctx positions.
-// Throws ops::PlanError naming the node on any shape, dtype or arity problem.
-Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx);
+// Plans `graph` for one batch shape. Throws ops::PlanError naming the node on any shape, dtype or
+// arity problem, and on state used wrongly: an attention (or any op that reads state) on something
+// that is not a KV cache, a cache no node writes before it is read, one cache written by two nodes or
+// read by two attention nodes (two layers sharing one cache by accident), state fed to an op that
+// takes none.
+Plan make_plan(const Graph& graph, const PlanShape& shape);
+
+// The single-sequence shape: a batch of n_tokens of one sequence of up to n_ctx positions, logits for
+// the last (--dump-plan, and tools that only look at a plan).
+inline Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
+    return make_plan(graph, plan_shape_for(n_tokens, 1, n_ctx));
+}
 
 // Places Input/Intermediate/Scratch tensors: largest first, each into the smallest aligned gap
 // free for its whole lifetime; in-place outputs share their input's bytes. Sets offsets and
@@ -75,10 +95,11 @@ void assign_arena_offsets(Plan& plan);
 // and that everything lies inside the arena, aligned. Throws ops::PlanError on the first problem.
 void verify_plan(const Plan& plan);
 
-// Offsets -> pointers. `arena` must hold plan.arena_bytes, aligned to kArenaAlignment.
-std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, KvCache& kv);
+// Offsets -> pointers. `arena` must hold plan.arena_bytes, aligned to kArenaAlignment; state[i] is the
+// memory of Graph::states[i], plan.tensors[plan.state_tensors[i]].bytes long.
+std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, const std::vector<void*>& state);
 
-// For people and for tools: every step with kernel, tensors, shapes, offsets; then the totals.
+// For people and for tools: every step with kernel, tensors, shapes, offsets; the state; the totals.
 std::string dump_plan_text(const Plan& plan, const Graph& graph);
 std::string dump_plan_json(const Plan& plan, const Graph& graph);
 

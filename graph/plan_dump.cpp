@@ -19,8 +19,32 @@ std::string with_commas(int64_t n) {
 }
 
 std::string where(const PlanTensor& t) {
-    if (t.kind == PlanTensor::Kind::Weight) return "weight";
+    if (t.kind == PlanTensor::Kind::Weight || t.kind == PlanTensor::Kind::State)
+        return plan_tensor_kind_name(t.kind);
     return std::string(plan_tensor_kind_name(t.kind)) + "@" + std::to_string(t.offset);
+}
+
+// The nodes that write and read each state tensor (kv_write, attention), by state index.
+struct StateUsers {
+    std::vector<std::string> writers, readers;
+};
+std::vector<StateUsers> state_users(const Plan& plan, const Graph& graph) {
+    std::vector<StateUsers> users(plan.state_tensors.size());
+    for (const PlanStep& step : plan.steps)
+        for (size_t i = 0; i < step.inputs.size(); ++i) {
+            const PlanTensor& t = plan.tensors[size_t(step.inputs[i])];
+            if (t.kind != PlanTensor::Kind::State) continue;
+            auto& list = step.op->writes_state && i == 0 ? users[size_t(t.state)].writers
+                                                         : users[size_t(t.state)].readers;
+            list.push_back(graph.nodes[size_t(step.node)].name);
+        }
+    return users;
+}
+
+std::string join(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out.empty() ? "-" : out;
 }
 
 // "rmsnorm/avx2", or the plain name for kernels without instruction-set paths.
@@ -50,8 +74,9 @@ std::string pad(std::string s, size_t width) {
 }  // namespace
 
 std::string dump_plan_text(const Plan& plan, const Graph& graph) {
-    std::string out = "plan of " + graph.source + " for " + std::to_string(plan.n_tokens) +
-                      " token(s): " + std::to_string(plan.steps.size()) + " steps\n";
+    std::string out = "plan of " + graph.source + " for " + std::to_string(plan.n_tokens) + " token(s), " +
+                      std::to_string(plan.shape.n_outputs) +
+                      " row(s) of logits: " + std::to_string(plan.steps.size()) + " steps\n";
     out += "symbols:";
     for (const auto& [name, value] : graph.symbols) {
         char buf[64];
@@ -66,9 +91,10 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
     for (size_t s = 0; s < plan.steps.size(); ++s) {
         const PlanStep& step = plan.steps[s];
         const PlanTensor& o = plan.tensors[step.output];
+        const bool state = o.kind == PlanTensor::Kind::State;
         std::string line = pad(std::to_string(s), 6) + pad(kernel_label(*step.op), 18) + pad(o.name, 22) +
-                           pad(o.desc.str(), 20) + pad(std::to_string(o.offset), 10) +
-                           pad(with_commas(o.bytes), 11);
+                           pad(o.desc.str(), 20) + pad(state ? "state" : std::to_string(o.offset), 10) +
+                           pad(state ? "-" : with_commas(o.bytes), 11);
         for (size_t i = 0; i < step.inputs.size(); ++i) {
             const PlanTensor& in = plan.tensors[step.inputs[i]];
             line += (i ? ", " : "") + in.name + " " + in.desc.str() + " " + where(in);
@@ -85,12 +111,23 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
     const double ratio = plan.arena_bytes ? double(plan.naive_bytes) / double(plan.arena_bytes) : 0.0;
     char ratio_text[32];
     std::snprintf(ratio_text, sizeof ratio_text, "%.1fx", ratio);
+    if (!plan.state_tensors.empty()) {
+        const std::vector<StateUsers> users = state_users(plan, graph);
+        out += "\nstate (the KV cache, kept between runs: " + std::to_string(plan.shape.kv_blocks) +
+               " blocks of " + std::to_string(kKvBlockSize) + " positions, block tables of " +
+               std::to_string(plan.shape.table_width) + " entries)\n";
+        for (size_t i = 0; i < plan.state_tensors.size(); ++i) {
+            const PlanTensor& t = plan.tensors[size_t(plan.state_tensors[i])];
+            out += "  " + pad(t.name, 20) + pad(t.desc.str(), 22) + pad(with_commas(t.bytes) + " bytes", 18) +
+                   "written by " + join(users[i].writers) + ", read by " + join(users[i].readers) + "\n";
+        }
+    }
     out += "\ntotals\n";
     out += "  arena peak       " + with_commas(plan.arena_bytes) + " bytes (naive sum of intermediates " +
            with_commas(plan.naive_bytes) + " bytes, " + ratio_text + " larger)\n";
-    out += "  KV cache         " + with_commas(plan.kv.bytes()) + " bytes (" +
-           std::to_string(plan.kv.n_layer) + " layers x " + std::to_string(plan.kv.n_ctx) + " positions x " +
-           std::to_string(plan.kv.row) + " f16 values, keys and values)\n";
+    out += "  KV cache (state) " + with_commas(plan.state_bytes) + " bytes (" +
+           std::to_string(plan.state_tensors.size()) + " tensors of " +
+           std::to_string(plan.shape.kv_blocks * kKvBlockSize) + " positions, f16)\n";
     out += "  weights mapped   " + with_commas(plan.weight_bytes) + " bytes\n";
     return out;
 }
@@ -104,7 +141,7 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
                   {"dtype", dtype_name(t.desc.dtype)},
                   {"shape", t.desc.shape},
                   {"bytes", t.bytes}};
-        if (t.kind != PlanTensor::Kind::Weight) {
+        if (t.kind != PlanTensor::Kind::Weight && t.kind != PlanTensor::Kind::State) {
             j["offset"] = t.offset;
             j["lifetime"] = {t.first_step, t.last_step};
         }
@@ -134,14 +171,28 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
         j["attributes"] = attributes;
         steps.push_back(std::move(j));
     }
+    Json state = Json::array();
+    const std::vector<StateUsers> users = state_users(plan, graph);
+    for (size_t i = 0; i < plan.state_tensors.size(); ++i) {
+        Json j = tensor_json(plan.state_tensors[i]);
+        j["written_by"] = users[i].writers;
+        j["read_by"] = users[i].readers;
+        state.push_back(std::move(j));
+    }
     Json root = {{"graph", graph.source},
                  {"n_tokens", plan.n_tokens},
+                 {"n_outputs", plan.shape.n_outputs},
                  {"symbols", graph.symbols},
                  {"steps", steps},
+                 {"state", state},
                  {"arena_bytes", plan.arena_bytes},
                  {"naive_bytes", plan.naive_bytes},
-                 {"kv_cache_bytes", plan.kv.bytes()},
-                 {"kv_cache", {{"layers", plan.kv.n_layer}, {"n_ctx", plan.kv.n_ctx}, {"row", plan.kv.row}}},
+                 {"kv_cache_bytes", plan.state_bytes},
+                 {"kv_cache",
+                  {{"blocks", plan.shape.kv_blocks},
+                   {"block_size", kKvBlockSize},
+                   {"table_width", plan.shape.table_width},
+                   {"tensors", plan.state_tensors.size()}}},
                  {"weight_bytes", plan.weight_bytes}};
     return root.dump(2) + "\n";
 }

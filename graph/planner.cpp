@@ -1,9 +1,9 @@
-// graph/planner.cpp — from a bound graph to a plan: kernels, shapes, lifetimes, KV cache.
+// graph/planner.cpp — from a bound graph to a plan: kernels, shapes, lifetimes, planned state.
 #include <algorithm>
+#include <functional>
+#include <stdexcept>
 
-#include "graph/limits.h"
 #include "graph/plan.h"
-#include "ops/attention.h"
 #include "runtime/checked_math.h"
 
 namespace graphrun::graph {
@@ -18,8 +18,25 @@ const char* plan_tensor_kind_name(PlanTensor::Kind kind) {
             return "arena";
         case PlanTensor::Kind::Scratch:
             return "scratch";
+        case PlanTensor::Kind::State:
+            return "state";
     }
     return "?";
+}
+
+PlanShape plan_shape_for(int64_t n_tokens, int64_t n_outputs, int64_t n_ctx, int64_t n_seq) {
+    if (n_ctx < 1 || n_ctx > kMaxContext)
+        throw ops::PlanError("[plan] a context of " + std::to_string(n_ctx) + " positions is outside 1 .. " +
+                             std::to_string(kMaxContext) + " (graph/limits.h)");
+    if (n_seq < 1 || n_seq > kMaxSequences)
+        throw ops::PlanError("[plan] " + std::to_string(n_seq) + " sequences is outside 1 .. " +
+                             std::to_string(kMaxSequences));
+    PlanShape shape;
+    shape.n_tokens = n_tokens;
+    shape.n_outputs = n_outputs;
+    shape.table_width = (n_ctx + kKvBlockSize - 1) / kKvBlockSize;
+    shape.kv_blocks = n_seq * shape.table_width;  // at most 2^12 * 2^20: no overflow
+    return shape;
 }
 
 namespace {
@@ -27,55 +44,99 @@ namespace {
 int add_tensor(Plan& plan, PlanTensor tensor) {
     try {
         tensor.bytes = tensor.desc.nbytes();
-    } catch (const SizeError& e) {  // a batch or a shape so large its byte count overflows
+    } catch (const SizeError& e) {  // a shape so large its byte count overflows
         throw ops::PlanError("[plan] tensor '" + tensor.name + "': " + e.what());
     }
     plan.tensors.push_back(std::move(tensor));
     return int(plan.tensors.size()) - 1;
 }
 
-// The KV cache the attention steps need: one layer per attention step, rows of n_head_kv*head_dim.
-// Each step's `layer` must be its own and below the number of attention steps: two steps on one
-// layer would overwrite each other's keys, and a sparse index ("layer": 1000000) would size the
-// cache for layers that do not exist.
-KvCacheSpec kv_cache_spec(const Plan& plan, const Graph& graph, int64_t n_ctx) {
-    KvCacheSpec kv;
-    kv.n_ctx = n_ctx;
-    int64_t n_attention = 0;
-    for (const PlanStep& step : plan.steps) n_attention += step.params.holds<ops::AttentionParams>();
-    std::vector<int> owner(size_t(n_attention), -1);  // the step holding each layer
-    for (const PlanStep& step : plan.steps) {
-        if (!step.params.holds<ops::AttentionParams>()) continue;
-        const ops::AttentionParams p = step.params.get<ops::AttentionParams>();
-        const int64_t row = int64_t(p.n_head_kv) * p.head_dim;
-        const ops::NodeInfo info{graph.nodes[step.node].name, graph.nodes[step.node].op, {}, step.params, {}};
-        if (p.layer < 0 || p.layer >= n_attention)
-            throw ops::PlanError(info, "attribute 'layer' is " + std::to_string(p.layer) + ", but the graph has " +
-                                           std::to_string(n_attention) + " attention nodes: number their layers 0 .. " +
-                                           std::to_string(n_attention - 1) + ", one each");
-        if (owner[size_t(p.layer)] >= 0)
-            throw ops::PlanError(info, "attribute 'layer' is " + std::to_string(p.layer) + ", which node '" +
-                                           graph.nodes[size_t(owner[size_t(p.layer)])].name +
-                                           "' already uses: each attention node needs a KV cache layer of its own");
-        owner[size_t(p.layer)] = step.node;
-        if (kv.row != 0 && row != kv.row)
-            throw ops::PlanError(info, "KV rows of " + std::to_string(row) + " floats, other layers use " +
-                                           std::to_string(kv.row));
-        kv.row = row;
-        kv.n_layer = std::max<int64_t>(kv.n_layer, int64_t(p.layer) + 1);
+void check_shape(const PlanShape& s) {
+    auto range = [](const char* what, int64_t v, int64_t lo, int64_t hi) {
+        if (v < lo || v > hi)
+            throw ops::PlanError("[plan] " + std::string(what) + " " + std::to_string(v) + " is outside " +
+                                 std::to_string(lo) + " .. " + std::to_string(hi));
+    };
+    if (s.n_tokens < 1) throw ops::PlanError("plan: a batch needs at least one token");
+    if (s.n_tokens > kMaxBatch)
+        throw ops::PlanError("plan: a batch of " + std::to_string(s.n_tokens) + " tokens is more than the " +
+                             std::to_string(kMaxBatch) + " graphrun plans at once (graph/limits.h)");
+    range("n_outputs (rows of logits)", s.n_outputs, 1, s.n_tokens);
+    range("the block table width", s.table_width, 1, kMaxContext / kKvBlockSize);
+    range("the KV pool's block count", s.kv_blocks, 1, kMaxKvBlocks);
+}
+
+// Who writes and reads each state tensor, for the errors that name two nodes.
+struct StateUse {
+    int writer = -1;  // node index
+    int reader = -1;
+};
+
+// The state rules, checked for each node before its op infers anything: state goes exactly where an
+// op declares it (attention without a cache fails here, naming the node), each KV cache has one
+// writer and one reader, and it is written before it is read.
+void check_state_inputs(const Plan& plan, const Graph& graph, const PlanStep& step, const ops::NodeInfo& info,
+                        std::vector<StateUse>& use) {
+    const ops::OpDef& op = *step.op;
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+        const PlanTensor& t = plan.tensors[step.inputs[i]];
+        const bool is_state = t.kind == PlanTensor::Kind::State;
+        const bool wants_state = (op.state_inputs >> i) & 1u;
+        const std::string input = "input " + std::to_string(i);
+        if (wants_state && !is_state)
+            throw ops::PlanError(info, input +
+                                           " must be a KV cache (a state the graph declares, written by a "
+                                           "kv_write node), got '" +
+                                           t.name + "' (" + plan_tensor_kind_name(t.kind) + ")");
+        if (!wants_state && is_state)
+            throw ops::PlanError(info, input + " is the KV cache '" + t.name + "', but op '" + info.op +
+                                           "' takes no state there (only kv_write and attention use caches)");
+        if (!is_state) continue;
+        for (size_t j = 0; j < i; ++j)
+            if (step.inputs[j] == step.inputs[i])
+                throw ops::PlanError(info, "takes the KV cache '" + t.name + "' as input " +
+                                               std::to_string(j) + " and as " + input +
+                                               " (keys and values need a cache each)");
+        StateUse& u = use[size_t(t.state)];
+        if (op.writes_state && i == 0) {
+            if (u.writer >= 0)
+                throw ops::PlanError(info, "writes the KV cache '" + t.name + "', which node '" +
+                                               graph.nodes[size_t(u.writer)].name +
+                                               "' writes too: each layer needs caches of its own");
+            u.writer = step.node;
+            continue;
+        }
+        if (u.writer < 0)
+            throw ops::PlanError(info, "reads the KV cache '" + t.name +
+                                           "' before any node writes it (store the batch's keys or values "
+                                           "with kv_write first)");
+        if (u.reader >= 0 && u.reader != step.node)
+            throw ops::PlanError(info, "reads the KV cache '" + t.name + "', which node '" +
+                                           graph.nodes[size_t(u.reader)].name +
+                                           "' reads too: two attention nodes would share one layer's cache");
+        u.reader = step.node;
     }
-    try {
-        (void)kv.bytes();  // checked: -c (n_ctx) comes from the command line
-    } catch (const SizeError& e) {
-        throw ops::PlanError("[plan] KV cache of " + std::to_string(kv.n_layer) + " layers x " +
-                             std::to_string(n_ctx) + " positions x " + std::to_string(kv.row) + ": " + e.what());
-    }
-    return kv;
+}
+
+// The session reads the first output as the logits: one row of n_vocab floats per row it asked for.
+// A graph whose first output has another shape is refused here, before anything reads past it.
+void check_logits(const Plan& plan, const Graph& graph) {
+    const PlanTensor& t = plan.tensors[size_t(plan.output_tensors.at(0))];
+    const bool selects = graph.input(InputKind::LogitRows) != nullptr;
+    const int64_t rows = plan.shape.n_outputs;
+    if (t.desc.dtype == DType::F32 && t.desc.shape.size() == 2 && t.desc.shape[0] == rows) return;
+    throw ops::PlanError("[plan] output '" + graph.nodes[size_t(graph.outputs[0].index)].name + "' is " +
+                         t.desc.str() + ", but the session reads the first output as the logits, f32 (" +
+                         (selects ? "n_outputs " : "n_tokens ") + std::to_string(rows) + ", n_vocab): " +
+                         (selects ? "one row per entry of logit_rows" : "one row per token of the batch"));
 }
 
 // Chooses the node's kernel and infers its output. A PlanError gets the node's context appended, so a
 // shape that a metadata key or a weight got wrong names that key or weight.
-ops::TensorDesc infer_node(const GraphNode& node, const ops::NodeInfo& info, const ops::OpDef*& kernel) {
+// `check_state` runs once the kernel is known and before it infers, so a misplaced KV cache is
+// reported as such rather than as the shape error it would cause.
+ops::TensorDesc infer_node(const GraphNode& node, const ops::NodeInfo& info, const ops::OpDef*& kernel,
+                           const std::function<void()>& check_state) {
     try {
         kernel = &ops::choose_kernel(info);
         const int n = int(info.inputs.size()), min = kernel->n_inputs, max = min + kernel->n_optional_inputs;
@@ -84,6 +145,7 @@ ops::TensorDesc infer_node(const GraphNode& node, const ops::NodeInfo& info, con
                                            (max == min ? "" : (max == min + 1 ? " or " : " to ") + std::to_string(max)) +
                                            " inputs, got " +
                                            std::to_string(n));
+        check_state();
         return kernel->infer(info);
     } catch (const ops::PlanError& e) {
         if (node.context.empty()) throw;
@@ -95,22 +157,33 @@ ops::TensorDesc infer_node(const GraphNode& node, const ops::NodeInfo& info, con
 
 }  // namespace
 
-Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
-    if (n_tokens < 1) throw ops::PlanError("plan: a batch needs at least one token");
-    if (n_tokens > kMaxBatch)
-        throw ops::PlanError("plan: a batch of " + std::to_string(n_tokens) + " tokens is more than the " +
-                             std::to_string(kMaxBatch) + " graphrun plans at once (graph/limits.h)");
-    if (n_ctx < 0 || n_ctx > kMaxContext)
-        throw ops::PlanError("plan: a context of " + std::to_string(n_ctx) + " positions is outside 0.." +
-                             std::to_string(kMaxContext) + " (graph/limits.h)");
+Plan make_plan(const Graph& graph, const PlanShape& requested) {
+    PlanShape shape = requested;
+    if (!graph.input(InputKind::LogitRows)) shape.n_outputs = shape.n_tokens;  // logits for every token
+    check_shape(shape);
     Plan plan;
-    plan.n_tokens = n_tokens;
+    plan.shape = shape;
+    plan.n_tokens = shape.n_tokens;
 
-    // Graph inputs: (n_tokens) i32 each, written by the session before every run.
+    // Graph inputs, written by the session before every run.
     for (const GraphInput& input : graph.inputs) {
+        std::vector<int64_t> dims = {shape.n_tokens};
+        if (input.kind == InputKind::KvTable) dims = {shape.n_tokens, shape.table_width};
+        if (input.kind == InputKind::LogitRows) dims = {shape.n_outputs};
         plan.input_tensors.push_back(
-            add_tensor(plan, {input.name, {DType::I32, {n_tokens}}, PlanTensor::Kind::Input}));
+            add_tensor(plan, {input.name, {DType::I32, dims}, PlanTensor::Kind::Input}));
     }
+    // State: each KV cache holds every block of the pool. Sizes are bounded by check_shape and
+    // kMaxStateWidth, so no product here can overflow: 2^26 rows * 2^20 * 2 bytes < 2^63.
+    for (size_t i = 0; i < graph.states.size(); ++i) {
+        PlanTensor t{graph.states[i].name,
+                     {DType::F16, {shape.kv_blocks * kKvBlockSize, graph.states[i].width}},
+                     PlanTensor::Kind::State};
+        t.state = int(i);
+        plan.state_tensors.push_back(add_tensor(plan, std::move(t)));
+        plan.state_bytes += plan.tensors.back().bytes;
+    }
+    std::vector<StateUse> state_use(graph.states.size());
     std::vector<int> weight_tensor(graph.weights.size(), -1);
     std::vector<int> node_tensor(graph.nodes.size(), -1);
 
@@ -120,6 +193,8 @@ Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
                 return plan.input_tensors[ref.index];
             case ValueRef::Kind::Node:
                 return node_tensor[ref.index];
+            case ValueRef::Kind::State:
+                return plan.state_tensors[ref.index];
             case ValueRef::Kind::Weight:
                 break;
         }
@@ -147,9 +222,16 @@ Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
             info.input_names.push_back(plan.tensors[step.inputs.back()].name);
         }
         const int step_index = int(plan.steps.size());
-        PlanTensor out{node.name, infer_node(node, info, step.op), PlanTensor::Kind::Intermediate};
-        out.first_step = out.last_step = step_index;
-        step.output = node_tensor[n] = add_tensor(plan, std::move(out));
+        const ops::TensorDesc out_desc = infer_node(node, info, step.op, [&] {
+            check_state_inputs(plan, graph, step, info, state_use);
+        });
+        if (step.op->writes_state) {
+            step.output = node_tensor[n] = step.inputs[0];  // the state itself, updated in place
+        } else {
+            PlanTensor out{node.name, out_desc, PlanTensor::Kind::Intermediate};
+            out.first_step = out.last_step = step_index;
+            step.output = node_tensor[n] = add_tensor(plan, std::move(out));
+        }
         if (step.op->scratch_bytes) {
             const int64_t bytes = step.op->scratch_bytes(info);
             if (bytes > 0) {
@@ -166,14 +248,23 @@ Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
         }
         plan.steps.push_back(std::move(step));
     }
+    for (size_t i = 0; i < graph.states.size(); ++i)
+        if (state_use[i].writer < 0)
+            throw ops::PlanError("[plan] state '" + graph.states[i].name +
+                                 "' is declared but no node writes it (a kv_write node stores each layer's "
+                                 "keys or values)");
 
     // Outputs stay alive to the end: the session reads them after the run.
     const int end = int(plan.steps.size());
     for (const ValueRef& ref : graph.outputs) {
         const int id = node_tensor[ref.index];
+        if (plan.tensors[id].kind == PlanTensor::Kind::State)
+            throw ops::PlanError("[plan] output '" + graph.nodes[ref.index].name +
+                                 "' is a KV cache; outputs are computed tensors");
         plan.tensors[id].last_step = end;
         plan.output_tensors.push_back(id);
     }
+    check_logits(plan, graph);
 
     // In-place: an op that allows it writes over input 0 when that input dies at this very step.
     for (int s = 0; s < end; ++s) {
@@ -186,21 +277,33 @@ Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
     }
 
     for (const PlanTensor& t : plan.tensors)
-        if (t.kind != PlanTensor::Kind::Weight) plan.naive_bytes = checked_add(plan.naive_bytes, t.bytes, "[plan] arena bytes");
-    plan.kv = kv_cache_spec(plan, graph, n_ctx);
+        if (t.kind != PlanTensor::Kind::Weight && t.kind != PlanTensor::Kind::State)
+            plan.naive_bytes = checked_add(plan.naive_bytes, t.bytes, "[plan] arena bytes");
     assign_arena_offsets(plan);
     verify_plan(plan);
     return plan;
 }
 
-std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, KvCache& kv) {
+std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, const std::vector<void*>& state) {
+    if (state.size() != plan.state_tensors.size())
+        throw std::logic_error("bind_plan: " + std::to_string(state.size()) + " state buffers for " +
+                               std::to_string(plan.state_tensors.size()) + " state tensors");
     auto ref = [&](int id) {
         const PlanTensor& t = plan.tensors[id];
         TensorRef r;
         r.dtype = t.desc.dtype;
         r.rank = int(t.desc.shape.size());
         for (int i = 0; i < r.rank; ++i) r.shape[i] = t.desc.shape[i];
-        r.data = t.kind == PlanTensor::Kind::Weight ? const_cast<void*>(t.weight_data) : arena + t.offset;
+        switch (t.kind) {
+            case PlanTensor::Kind::Weight:
+                r.data = const_cast<void*>(t.weight_data);
+                break;
+            case PlanTensor::Kind::State:
+                r.data = state[size_t(t.state)];
+                break;
+            default:
+                r.data = arena + t.offset;
+        }
         return r;
     };
     std::vector<Step> steps;
@@ -220,8 +323,6 @@ std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, KvCache& kv) {
             args.scratch = arena + plan.tensors[ps.scratch].offset;
             args.scratch_bytes = plan.tensors[ps.scratch].bytes;
         }
-        if (ps.params.holds<ops::AttentionParams>())
-            args.kv = kv.layer(ps.params.get<ops::AttentionParams>().layer);
         step.run = ps.op->run;
         step.run_items = ps.op->work_items(args);
         step.grain = ps.op->grain;

@@ -24,23 +24,27 @@ std::string format(const char* fmt, auto... args) {
 
 double step_bytes(const Step& step) {
     const KernelArgs& a = step.args;
+    auto is = [&](const char* name) { return step.kernel && std::strcmp(step.kernel, name) == 0; };
+    if (is("kv_write")) {
+        // (cache, x, slots) -> cache: the cache is the whole pool, of which only the batch's rows are
+        // written, in fp16.
+        return tensor_bytes(a.in[1]) + tensor_bytes(a.in[2]) + double(a.in[1].n_elements()) * sizeof(uint16_t);
+    }
+    if (is("attention") && a.n_in >= 5) {
+        // (q, k_cache, v_cache, positions, kv_table): a token at position p reads its sequence's rows
+        // 0..p of K and of V through its table row, fp16; the rest of the pool is not touched.
+        const int32_t* positions = a.in[3].as<int32_t>();
+        double rows_read = 0;
+        for (int64_t t = 0; t < a.in[3].n_elements(); ++t) rows_read += double(std::max<int32_t>(positions[t], 0) + 1);
+        const double cache = rows_read * double(a.in[1].cols() + a.in[2].cols()) * sizeof(uint16_t);
+        return tensor_bytes(a.out) + tensor_bytes(a.in[0]) + tensor_bytes(a.in[3]) + tensor_bytes(a.in[4]) + cache;
+    }
     double bytes = tensor_bytes(a.out);
-    const bool embedding = step.kernel && std::strcmp(step.kernel, "embedding") == 0;
     for (int i = 0; i < a.n_in; ++i) {
-        if (embedding && i == 1)  // ids (T) pick T rows of the table (n_vocab, n_embd)
+        if (is("embedding") && i == 1)  // ids (T) pick T rows of the table (n_vocab, n_embd)
             bytes += double(a.in[0].n_elements()) * double(row_bytes(a.in[1].dtype, a.in[1].cols()));
         else
             bytes += tensor_bytes(a.in[i]);
-    }
-    if (a.kv.k && a.n_in >= 4 && a.in[3].data) {
-        // Attention (q, k, v, positions): a token at position p reads cache rows 0..p of K and V and
-        // writes its own row of each; fp16 values.
-        const int32_t* positions = a.in[3].as<int32_t>();
-        double rows_read = 0;
-        for (int64_t t = 0; t < a.in[3].n_elements(); ++t)
-            rows_read += double(std::clamp<int64_t>(positions[t], 0, a.kv.n_ctx - 1) + 1);
-        const double row = double(a.kv.row) * 2 * sizeof(uint16_t);  // a K row and a V row
-        bytes += (rows_read + double(a.in[3].n_elements())) * row;
     }
     return bytes;
 }

@@ -1,45 +1,23 @@
-// graph/session.h — a loaded model and a decoding session over it.
+// graph/session.h — one sequence over an engine: the simple API for a single decoding stream.
 //
 //   auto model = Model::load("stories260K.gguf");          // maps weights, binds models/<arch>.json
 //   Session session(model, {.n_ctx = 256, .n_threads = 2});
 //   auto logits = session.eval(prompt_ids);                 // (n_prompt, n_vocab), KV cache filled
 //   logits = session.eval({{next_id}});                     // (1, n_vocab) at position n_prompt
+//   logits = session.eval(more_ids, Session::Logits::Last); // only the last token's row (1, n_vocab)
 //
-// A session plans once per batch size (cached), owns the arena and the KV cache, and runs the
-// plan's steps on its executor. Positions continue from the KV cache across calls.
+// A session is an Engine (graph/engine.h) holding one sequence: plans cached per batch shape, one
+// arena, the paged KV cache. Positions continue across calls. Many sequences at once: use the
+// Engine, or the Scheduler (graph/scheduler.h) for requests.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <span>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
-#include "graph/graph.h"
-#include "graph/plan.h"
-#include "runtime/aligned_buffer.h"
-#include "runtime/executor.h"
-#include "runtime/gguf.h"
-#include "runtime/kv_cache.h"
+#include "graph/engine.h"
 
 namespace graphrun::graph {
-
-class Model {
-public:
-    // Opens and validates the model file, binds the graph to it and plans one token to check every shape;
-    // throws GgufError/GraphError/PlanError. No graph_path: the shipped graph of the file's
-    // general.architecture (graph_path_for).
-    static std::shared_ptr<const Model> load(const std::string& model_path, const std::string& graph_path = "");
-    const GgufFile& file() const { return *file_; }
-    const Graph& graph() const { return graph_; }
-    int64_t context_length() const { return context_length_; }  // what the model was trained for (0: unknown)
-
-private:
-    std::shared_ptr<const GgufFile> file_;
-    Graph graph_;
-    int64_t context_length_ = 0;
-};
 
 struct SessionOptions {
     int64_t n_ctx = 0;        // KV cache positions; 0: the model's context length, at most 2048
@@ -48,49 +26,36 @@ struct SessionOptions {
 };
 
 class Session {
-public:
+  public:
     Session(std::shared_ptr<const Model> model, SessionOptions options = {});
 
-    // Evaluates `tokens` at positions n_past().. and appends them to the KV cache.
-    // Returns their logits (tokens.size(), n_vocab), valid until the next call.
-    std::span<const float> eval(std::span<const int32_t> tokens);
+    enum class Logits { All, Last };
+    // Evaluates `tokens` at positions n_past().. and appends them to the KV cache. Returns their logits,
+    // (tokens.size(), n_vocab) or with Last only the last token's (1, n_vocab): the graph then computes
+    // the vocabulary matmul for that row alone. Valid until the next call.
+    std::span<const float> eval(std::span<const int32_t> tokens, Logits which = Logits::All);
 
-    void reset() { n_past_ = 0; }  // forget the sequence (the cache rows get overwritten)
+    void reset();  // forget the sequence
     // Keeps the first n positions (0 <= n <= n_past()) and forgets the rest, as reset() does all:
     // a conversation whose history was re-rendered differently rewinds to where they part.
-    void truncate(int64_t n) {
-        if (n < 0 || n > n_past_)
-            throw std::invalid_argument("Session::truncate(" + std::to_string(n) +
-                                        "): " + std::to_string(n_past_) + " positions are in use");
-        n_past_ = n;
-    }
-    int64_t n_past() const { return n_past_; }
-    int64_t n_ctx() const { return n_ctx_; }
-    int64_t n_vocab() const { return n_vocab_; }
-    int n_threads() const { return executor_.n_threads(); }
-    const Model& model() const { return *model_; }
+    void truncate(int64_t n) { engine_.truncate(seq_, n); }
+    int64_t n_past() const { return engine_.length(seq_); }
+    int64_t n_ctx() const { return engine_.n_ctx(); }
+    int64_t n_vocab() const { return engine_.n_vocab(); }
+    int n_threads() const { return engine_.n_threads(); }
+    const Model& model() const { return engine_.model(); }
+    Engine& engine() { return engine_; }
     // Every step of later evals is timed into `timeline` (graph/profile.h); nullptr stops that.
-    void set_timeline(StepTimeline* timeline) { executor_.set_timeline(timeline); }
+    void set_timeline(StepTimeline* timeline) { engine_.set_timeline(timeline); }
 
-    // The plan used for batches of n_tokens (made and cached on first use).
-    const Plan& plan(int64_t n_tokens) { return bound(n_tokens).plan; }
+    // The plan used for batches of n_tokens with logits for the last (made and cached on first use).
+    const Plan& plan(int64_t n_tokens) { return engine_.plan(n_tokens, 1); }
 
-private:
-    struct BoundPlan {
-        Plan plan;
-        std::vector<Step> steps;
-    };
-    BoundPlan& bound(int64_t n_tokens);
-    std::span<const float> eval_chunk(std::span<const int32_t> tokens);
-
-    std::shared_ptr<const Model> model_;
-    SessionOptions options_;
-    int64_t n_ctx_ = 0, n_vocab_ = 0, n_past_ = 0;
-    std::map<int64_t, std::unique_ptr<BoundPlan>> plans_;
-    AlignedBuffer arena_;
-    KvCache kv_;
-    Executor executor_;
-    std::vector<float> chunked_logits_;  // only for inputs longer than max_batch
+  private:
+    Engine engine_;
+    SeqId seq_ = 0;
+    std::vector<BatchToken> batch_;
+    std::vector<float> logits_;
 };
 
 }  // namespace graphrun::graph

@@ -1,11 +1,13 @@
-// ops/attention_paths.cpp — attention's kernels per instruction set: one driver, three sets of loops.
+// ops/attention_paths.cpp — attention's and kv_write's kernels per instruction set: one driver each,
+// three sets of loops.
 //
 // The driver (attend_units) is llama.cpp's CPU flash-attention loop for (token, query head) pairs; the
 // numerics are spelled out in ops/attention.cpp, whose attention_reference every path equals bit for
 // bit. The driver is a template over a set of loops and is inlined (flatten) into each path's entry
 // point, which carries that path's target attribute, so the loops inline into it too.
-// Scores are computed for a block of kBlock positions before they are folded into the softmax one by
-// one: the dot products of a block do not depend on each other, so they overlap in the pipeline.
+// Scores are computed for a run of kBlock positions before they are folded into the softmax one by
+// one: the dot products of a run do not depend on each other, so they overlap in the pipeline. A run
+// never crosses a KV block (kBlock divides kKvBlockSize), so its rows are contiguous in the cache.
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -19,7 +21,8 @@ namespace graphrun::ops {
 
 namespace {
 
-constexpr int kBlock = 8;   // positions scored at once
+constexpr int kBlock = 8;  // positions scored at once
+static_assert(kKvBlockSize % kBlock == 0, "a run of scored positions must stay inside one KV block");
 constexpr int kLanes = 64;  // ggml's f16 dot on AVX-512: 4 accumulators of 16 floats per 64 elements
 
 // S * ms + vs with the product rounded before the add, as llama.cpp's compiled code does it. GCC's C++
@@ -177,11 +180,6 @@ GR_AVX512 inline void store_f16x16(uint16_t* p, __m512 x) {
 }
 
 struct Avx512Loops {
-    GR_AVX512 static void to_f16(const float* x, uint16_t* y, int64_t n) {
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16) store_f16x16(y + i, _mm512_loadu_ps(x + i));
-        Avx2Loops::to_f16(x + i, y + i, n - i);
-    }
     GR_AVX512 static void round_q(const float* q, float* qf, int n) {
         int i = 0;
         for (; i + 16 <= n; i += 16)
@@ -232,17 +230,18 @@ struct Avx512Loops {
 
 // ---- the driver ---------------------------------------------------------------------------------------
 
-// prepare: cache.k[positions[t]] = f16(k[t]), cache.v[positions[t]] = f16(v[t]) for tokens [begin, end).
+// kv_write: cache[slots[t]] = f16(x[t]) for tokens [begin, end).
 template <class L>
 inline void write_rows(const KernelArgs& args, int64_t begin, int64_t end) {
-    const KvLayer& kv = args.kv;
-    const int32_t* positions = args.in[3].as<int32_t>();
-    assert(kv.row == args.in[1].cols());
+    const int64_t row = args.out.cols(), n_slots = args.out.rows();
+    const int32_t* slots = args.in[2].as<int32_t>();
+    uint16_t* cache = args.out.as<uint16_t>();
+    assert(row == args.in[1].cols());
     for (int64_t t = begin; t < end; ++t) {
-        const int64_t p = positions[t];
-        assert(0 <= p && p < kv.n_ctx);  // the session validates positions before running
-        L::to_f16(args.in[1].as<float>() + t * kv.row, kv.k + p * kv.row, kv.row);
-        L::to_f16(args.in[2].as<float>() + t * kv.row, kv.v + p * kv.row, kv.row);
+        const int64_t slot = slots[t];
+        assert(0 <= slot && slot < n_slots);  // the session computes slots from block tables it checked
+        (void)n_slots;
+        L::to_f16(args.in[1].as<float>() + t * row, cache + slot * row, row);
     }
 }
 
@@ -252,7 +251,7 @@ inline void attend_units(const KernelArgs& args, int64_t begin, int64_t end) {
     const AttentionParams p = args.params.get<AttentionParams>();
     const int n_head = p.n_head, hd = p.head_dim;
     const int group = n_head / p.n_head_kv;
-    const KvLayer& kv = args.kv;
+    const int64_t row = args.in[1].cols(), n_slots = args.in[1].rows(), table_width = args.in[4].cols();
     const float scale = 1.0f / std::sqrt(float(hd));
     const int32_t* positions = args.in[3].as<int32_t>();
     assert(0 < hd && hd <= kAttentionMaxHeadDim);
@@ -263,16 +262,20 @@ inline void attend_units(const KernelArgs& args, int64_t begin, int64_t end) {
         const int h = int(u % n_head);
         const int64_t kv_offset = int64_t(h / group) * hd;
         const int64_t n_pos = int64_t(positions[t]) + 1;
-        assert(0 < n_pos && n_pos <= kv.n_ctx);
+        const int32_t* table = args.in[4].as<int32_t>() + t * table_width;
+        assert(0 < n_pos && n_pos <= table_width * kKvBlockSize);
         L::round_q(args.in[0].as<float>() + (t * n_head + h) * hd, qf, hd);
         std::fill_n(acc, hd, uint16_t(0));
         float M = -std::numeric_limits<float>::infinity(), S = 0.0f;
-        const uint16_t* k = kv.k + kv_offset;
-        const uint16_t* v = kv.v + kv_offset;
         for (int64_t p0 = 0; p0 < n_pos; p0 += kBlock) {
             const int nb = int(std::min<int64_t>(kBlock, n_pos - p0));
+            const int64_t slot = int64_t(table[p0 / kKvBlockSize]) * kKvBlockSize + p0 % kKvBlockSize;
+            assert(0 <= slot && slot + nb <= n_slots);
+            (void)n_slots;
+            const uint16_t* k = args.in[1].as<uint16_t>() + slot * row + kv_offset;
+            const uint16_t* v = args.in[2].as<uint16_t>() + slot * row + kv_offset;
             float s[kBlock];
-            L::dots(qf, k + p0 * kv.row, kv.row, nb, hd, s);
+            L::dots(qf, k, row, nb, hd, s);
             for (int j = 0; j < nb; ++j) {
                 const float score = s[j] * scale;
                 float ms = 1.0f, vs = 1.0f;
@@ -283,7 +286,7 @@ inline void attend_units(const KernelArgs& args, int64_t begin, int64_t end) {
                 } else {
                     vs = std::exp(score - M);
                 }
-                L::mad(acc, v + (p0 + j) * kv.row, vs, hd);
+                L::mad(acc, v + j * row, vs, hd);
                 S = mul_then_add(S, ms, vs);
             }
         }
@@ -291,20 +294,17 @@ inline void attend_units(const KernelArgs& args, int64_t begin, int64_t end) {
     }
 }
 
-void prepare_scalar(const KernelArgs& args, int64_t begin, int64_t end) {
+void write_scalar(const KernelArgs& args, int64_t begin, int64_t end) {
     write_rows<ScalarLoops>(args, begin, end);
 }
 void run_scalar(const KernelArgs& args, int64_t begin, int64_t end) {
     attend_units<ScalarLoops>(args, begin, end);
 }
-GR_AVX2 __attribute__((flatten)) void prepare_avx2(const KernelArgs& args, int64_t begin, int64_t end) {
+GR_AVX2 __attribute__((flatten)) void write_avx2(const KernelArgs& args, int64_t begin, int64_t end) {
     write_rows<Avx2Loops>(args, begin, end);
 }
 GR_AVX2 __attribute__((flatten)) void run_avx2(const KernelArgs& args, int64_t begin, int64_t end) {
     attend_units<Avx2Loops>(args, begin, end);
-}
-GR_AVX512 __attribute__((flatten)) void prepare_avx512(const KernelArgs& args, int64_t begin, int64_t end) {
-    write_rows<Avx512Loops>(args, begin, end);
 }
 GR_AVX512 __attribute__((flatten)) void run_avx512(const KernelArgs& args, int64_t begin, int64_t end) {
     attend_units<Avx512Loops>(args, begin, end);
@@ -312,16 +312,10 @@ GR_AVX512 __attribute__((flatten)) void run_avx512(const KernelArgs& args, int64
 
 }  // namespace
 
-void attention_prepare_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
+void kv_write_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
     assert(simd_level_available(path));
-    switch (path) {
-        case SimdLevel::Avx512:
-            return prepare_avx512(args, begin, end);
-        case SimdLevel::Avx2:
-            return prepare_avx2(args, begin, end);
-        case SimdLevel::Scalar:
-            return prepare_scalar(args, begin, end);
-    }
+    if (path == SimdLevel::Scalar) return write_scalar(args, begin, end);
+    return write_avx2(args, begin, end);  // AVX-512 machines have AVX2; the conversion is the same
 }
 
 void attention_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {

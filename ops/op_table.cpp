@@ -57,7 +57,7 @@ const std::vector<const OpDef*>& all_ops() {
         std::vector<const OpDef*> v = {&kEmbeddingOp, &kRmsnormOp, &kMatmulF32Op, &kRopeOp,
                                        &kAttentionOp, &kSwigluOp,  &kAddOp};
         for (const OpDef& row : matmul_quant_rows()) v.push_back(&row);
-        v.insert(v.end(), {&kGeluOp, &kMulOp, &kAddBiasOp});
+        v.insert(v.end(), {&kGeluOp, &kMulOp, &kAddBiasOp, &kKvWriteOp, &kSelectRowsOp});
         return v;
     }();
     return ops;

@@ -75,7 +75,6 @@ struct AttrDecl {
 // Limits shared by several ops' declarations (docs/security.md lists every limit).
 constexpr int kMaxHeads = 4096;
 constexpr int kMaxHeadDim = 4096;
-constexpr int kMaxLayers = 4096;
 
 namespace attr_detail {
 template <typename M>
@@ -147,6 +146,11 @@ struct OpDef {
     int n_inputs = 0;
     int n_optional_inputs = 0;  // more inputs a node may add after the n_inputs (rope's freq_factors)
     bool in_place = false;  // output may share input 0's memory (same shape and dtype, read before written)
+    // Planned state (the KV cache, graph/plan.h): bit i set means input i must be a state tensor, and
+    // every input whose bit is clear must not be one. With writes_state the op updates input 0 (state)
+    // in place and its output is that state, not a new tensor; the others only read it.
+    uint32_t state_inputs = 0;
+    bool writes_state = false;
     std::span<const AttrDecl>
         attrs{};          // what a graph may set; every kernel of one graph op declares the same
     OpParams defaults{};  // the params struct with its default values

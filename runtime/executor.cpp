@@ -7,6 +7,8 @@
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
+
 namespace graphrun {
 
 Executor::Executor(int n_threads)
@@ -26,10 +28,14 @@ void Executor::run_phase(int step, int phase, KernelFn fn, const KernelArgs& arg
     };
     if (n_threads_ == 1 || items <= grain) return run_range(0, items);
     // Static partitioning: ranges of equal size, one or a few per thread, because the work per
-    // unit is uniform and the fewer hand-offs the better for a memory-bound matmul.
+    // unit is uniform and the fewer hand-offs the better for a memory-bound matmul. The range is one of
+    // grain-sized chunks, so every cut falls on a multiple of the grain: a kernel that groups units
+    // (a matmul's four-row tiles) then groups the same units for every thread count.
+    const int64_t chunks = (items + grain - 1) / grain;
     tbb::parallel_for(
-        tbb::blocked_range<int64_t>(0, items, size_t(grain)),
-        [&](const tbb::blocked_range<int64_t>& r) { run_range(r.begin(), r.end()); }, tbb::static_partitioner());
+        tbb::blocked_range<int64_t>(0, chunks, 1),
+        [&](const tbb::blocked_range<int64_t>& r) { run_range(r.begin() * grain, std::min(items, r.end() * grain)); },
+        tbb::static_partitioner());
 }
 
 void Executor::run(std::span<const Step> steps) {

@@ -1,7 +1,8 @@
 // runtime/kernel.h — what a kernel is handed at run time, and a step of a plan.
 //
 // The planner (graph/) turns every graph node into a Step: a kernel function pointer plus
-// KernelArgs whose tensors already point into the arena, the mapped weights or the KV cache.
+// KernelArgs whose tensors already point into the arena, the mapped weights or planned state (the
+// KV cache).
 // The executor (runtime/executor.h) only calls `run(args, begin, end)` over ranges of
 // `run_items` work units; it never allocates and never looks anything up by name.
 #pragma once
@@ -82,16 +83,6 @@ class OpParams {
     const char* tag_ = nullptr;
 };
 
-// One layer of the KV cache, IEEE fp16 bits (runtime/fp16.h), as llama.cpp's default F16 cache:
-//   k, v (n_ctx, n_head_kv * head_dim); the row for position p holds that token's keys/values,
-//   rounded to nearest even when written, so attention reads the same values llama.cpp's does.
-struct KvLayer {
-    uint16_t* k = nullptr;
-    uint16_t* v = nullptr;
-    int64_t n_ctx = 0;
-    int64_t row = 0;  // n_head_kv * head_dim
-};
-
 struct KernelArgs {
     std::array<TensorRef, kMaxInputs> in{};
     int n_in = 0;
@@ -99,11 +90,13 @@ struct KernelArgs {
     OpParams params;
     void* scratch = nullptr;  // planner-assigned arena bytes for the op's own temporaries
     int64_t scratch_bytes = 0;
-    KvLayer kv;  // attention only
 };
 
 // A kernel runs work units [begin, end) of its op; units are rows, output columns or heads,
-// whatever the op documents. Kernels write only into args.out, args.scratch and args.kv.
+// whatever the op documents. Kernels write only into args.out and args.scratch (args.out is planned
+// state, the KV cache, for ops that update it). The executor cuts ranges at multiples of the step's
+// grain (and at the end), and a kernel's result for a unit must not depend on the range it is computed
+// in: that is what keeps every thread count bit-identical.
 using KernelFn = void (*)(const KernelArgs& args, int64_t begin, int64_t end);
 
 struct Step {

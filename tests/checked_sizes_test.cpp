@@ -73,7 +73,8 @@ TEST(PlanLimits, BatchAndContextAboveTheCeilingsAreRefused) {
     EXPECT_THAT(error_of([&] { graph::make_plan(model->graph(), 1, int64_t(1) << 60); }),
                 HasSubstr("context of 1152921504606846976 positions is outside"));
     const graph::Plan at_ceiling = graph::make_plan(model->graph(), 1, graph::kMaxContext);
-    EXPECT_EQ(at_ceiling.kv.bytes(), 2 * 1 * graph::kMaxContext * at_ceiling.kv.row * 2);
+    const int64_t row = at_ceiling.tensors[size_t(at_ceiling.state_tensors[0])].desc.shape[1];
+    EXPECT_EQ(at_ceiling.state_bytes, 2 * 1 * graph::kMaxContext * row * 2);
 }
 
 }  // namespace

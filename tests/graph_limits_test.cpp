@@ -108,16 +108,21 @@ TEST(GraphLimits, SymbolNumbersThatDoNotFitAnIntegerReadCorrectly) {
     EXPECT_THAT(bind_error(g), HasSubstr("symbol 'head_dim': 1e+300 is not divisible by 7"));
 }
 
-TEST(GraphLimits, EveryAttentionNodeHasAKvLayerOfItsOwn) {
+// Each layer declares its own KV caches (planned state, no "layer" index to get wrong): a "layer"
+// attribute is unknown, and caches declared once for every layer are caught when the second layer
+// writes them. (tests/kv_state_plan_test.cpp has the other misuses of a cache.)
+TEST(GraphLimits, EveryAttentionNodeHasAKvCacheOfItsOwn) {
     const std::string llama = llama_json();
     EXPECT_EQ(plan_error(llama), "");
-    EXPECT_THAT(plan_error(replace_once(llama, R"("layer": "L")", R"("layer": 0)")),
-                AllOf(HasSubstr("node 'blk.1.attn': attribute 'layer' is 0, which node 'blk.0.attn' already uses"),
-                      HasSubstr("a KV cache layer of its own")));
-    EXPECT_THAT(plan_error(replace_once(llama, R"("layer": "L")", R"("layer": 4000)")),
-                HasSubstr("attribute 'layer' is 4000, but the graph has 2 attention nodes: number their layers 0 .. 1"));
-    EXPECT_THAT(plan_error(replace_once(llama, R"("layer": "L")", R"("layer": 2147483647)")), HasSubstr("'layer'"));
-    EXPECT_THAT(plan_error(replace_once(llama, R"("layer": "L")", R"("layer": 1e300)")), HasSubstr("'layer'"));
+    EXPECT_THAT(plan_error(replace_once(llama, R"("head_dim": "head_dim" })", R"("head_dim": "head_dim", "layer": 0 })")),
+                AllOf(HasSubstr("node 'blk.0.attn'"), HasSubstr("unknown attribute 'layer'")));
+    std::string shared = replace_once(llama, R"({ "id": "k_cache",  "state": "kv_cache", "width": "kv_width" },)", "");
+    shared = replace_once(shared, R"({ "id": "x", "op": "embedding")",
+                          R"({ "id": "k_cache", "state": "kv_cache", "width": "kv_width" }, { "id": "x", "op": "embedding")");
+    EXPECT_THAT(plan_error(shared),
+                AllOf(HasSubstr("node 'blk.1.k_stored': writes the KV cache 'k_cache', which node 'blk.0.k_stored' "
+                                "writes too"),
+                      HasSubstr("caches of its own")));
 }
 
 // 100,000 nodes in a chain bind, plan and verify (the all-pairs placement took 21 s for this),

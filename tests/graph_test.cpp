@@ -41,17 +41,45 @@ TEST_F(GraphBindTest, LlamaJsonBindsSymbolsAndUnrollsLayers) {
     EXPECT_EQ(g.symbols.at("n_head_kv"), 2);
     EXPECT_EQ(g.symbols.at("head_dim"), 4);
     EXPECT_EQ(g.symbols.at("rope_base"), 10000);
-    ASSERT_EQ(g.nodes.size(), 1u + 3 * 15 + 2);  // embedding, 15 nodes a layer, final norm and logits
+    EXPECT_EQ(g.symbols.at("kv_width"), 8);
+    // embedding, 17 nodes a layer, the selection of the rows that get logits, final norm and logits
+    ASSERT_EQ(g.nodes.size(), 1u + 3 * 17 + 3);
     EXPECT_EQ(g.nodes[1].name, "blk.0.attn_in");
     EXPECT_EQ(g.nodes.back().name, "logits");
     // The residual stream: layer 1's first norm reads layer 0's last add.
-    const graph::GraphNode& norm1 = g.nodes[1 + 15];
+    const graph::GraphNode& norm1 = g.nodes[1 + 17];
     EXPECT_EQ(norm1.name, "blk.1.attn_in");
     ASSERT_EQ(norm1.inputs[0].kind, graph::ValueRef::Kind::Node);
     EXPECT_EQ(g.nodes[norm1.inputs[0].index].name, "blk.0.x");
-    // Attention nodes carry their layer.
-    EXPECT_EQ(g.nodes[1 + 15 + 6].name, "blk.1.attn");
-    EXPECT_EQ(g.nodes[1 + 15 + 6].params.get<ops::AttentionParams>().layer, 1);
+    // Each layer declares its two caches; attention reads them through the kv_write nodes that fill them.
+    ASSERT_EQ(g.states.size(), 6u);
+    EXPECT_EQ(g.states[2].name, "blk.1.k_cache");
+    EXPECT_EQ(g.states[2].width, 8);
+    const graph::GraphNode& attn = g.nodes[1 + 17 + 8];
+    EXPECT_EQ(attn.name, "blk.1.attn");
+    ASSERT_EQ(attn.inputs[1].kind, graph::ValueRef::Kind::Node);
+    const graph::GraphNode& store = g.nodes[attn.inputs[1].index];
+    EXPECT_EQ(store.name, "blk.1.k_stored");
+    ASSERT_EQ(store.inputs[0].kind, graph::ValueRef::Kind::State);
+    EXPECT_EQ(g.states[store.inputs[0].index].name, "blk.1.k_cache");
+    ASSERT_EQ(g.inputs.size(), 5u);
+    EXPECT_EQ(g.input(graph::InputKind::KvTable)->name, "kv_table");
+}
+
+TEST_F(GraphBindTest, StateDeclarationsAndInputsAreChecked) {
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"state\": \"kv_cache\"", "\"state\": \"kv\"")),
+                AllOf(HasSubstr("state 'blk.0.k_cache'"), HasSubstr("must be \"kv_cache\"")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"width\": \"kv_width\"", "\"width\": 2.5")),
+                AllOf(HasSubstr("state 'blk.0.k_cache'"), HasSubstr("width 2.5 is not a whole number")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"width\": \"kv_width\"",
+                                        "\"width\": \"kv_width\", \"layer\": 0")),
+                AllOf(HasSubstr("state 'blk.0.k_cache'"), HasSubstr("unknown field 'layer'")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"logit_rows\"]", "\"logit_rows\", \"mask\"]")),
+                AllOf(HasSubstr("inputs"), HasSubstr("'mask' is not an input the session fills"),
+                      HasSubstr("known: tokens, positions, kv_slots, kv_table, logit_rows")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "{ \"mul\": [\"n_head_kv\", \"head_dim\"] }",
+                                        "{ \"mul\": [\"n_head_kv\"] }")),
+                AllOf(HasSubstr("symbol 'kv_width'"), HasSubstr("'mul' takes two operands")));
 }
 
 TEST_F(GraphBindTest, MissingOutputWeightFallsBackToEmbedding) {
@@ -121,11 +149,16 @@ TEST_F(GraphBindTest, AttributesAreCheckedAgainstTheirOpsDeclaration) {
                       HasSubstr("op 'add' takes none")));
     EXPECT_THAT(bind_error(replace_once(llama_json(), "\"eps\": \"eps\" }", "\"eps\": -1 }")),
                 AllOf(HasSubstr("node 'blk.0.attn_in' attribute 'eps'"), HasSubstr("is -1, outside 0 .. 1")));
-    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"layer\": \"L\"", "\"layer\": 2.5")),
-                AllOf(HasSubstr("node 'blk.0.attn' attribute 'layer'"),
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"n_head\": \"n_head\", \"n_head_kv\"",
+                                        "\"n_head\": 2.5, \"n_head_kv\"")),
+                AllOf(HasSubstr("node 'blk.0.attn' attribute 'n_head'"),
                       HasSubstr("must be a whole number, got 2.5")));
-    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"layer\": \"L\"", "\"layer\": 1e300")),
-                AllOf(HasSubstr("attribute 'layer'"), HasSubstr("outside 0 .. 4095")));
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"head_dim\": \"head_dim\" }", "\"head_dim\": 1e300 }")),
+                AllOf(HasSubstr("node 'blk.0.attn' attribute 'head_dim'"), HasSubstr("outside 1 .. 512")));
+    // Attention no longer names a cache layer: the cache is an input (planned state).
+    EXPECT_THAT(bind_error(replace_once(llama_json(), "\"head_dim\": \"head_dim\" }",
+                                        "\"head_dim\": \"head_dim\", \"layer\": \"L\" }")),
+                AllOf(HasSubstr("node 'blk.0.attn'"), HasSubstr("unknown attribute 'layer'")));
     EXPECT_THAT(bind_error(replace_once(llama_json(), ", \"eps\": \"eps\" }", " }")),
                 AllOf(HasSubstr("node 'blk.0.attn_in'"), HasSubstr("op 'rmsnorm' needs attribute 'eps'")));
     EXPECT_THAT(
@@ -151,7 +184,7 @@ TEST_F(GraphBindTest, WrongArityAndShapeMismatchFailAtPlanTime) {
         "\"in\": [\"q\"]");
     graph::Graph g = graph::bind_graph(graph::graph_file_from_string(arity, "edited.json"), *model_);
     try {
-        graph::make_plan(g, 4, 32);
+        graph::make_plan(g, graph::plan_shape_for(4, 1, 32));
         FAIL() << "a rope with one input was planned";
     } catch (const ops::PlanError& e) {
         EXPECT_THAT(e.what(), AllOf(HasSubstr("[rope]"), HasSubstr("blk.0.q_rope"),
@@ -165,7 +198,7 @@ TEST_F(GraphBindTest, WrongArityAndShapeMismatchFailAtPlanTime) {
                          "\"in\": [\"ffn_in\", \"blk.{L}.ffn_down.weight\"]");
     graph::Graph g2 = graph::bind_graph(graph::graph_file_from_string(shape, "edited.json"), *model_);
     try {
-        graph::make_plan(g2, 4, 32);
+        graph::make_plan(g2, graph::plan_shape_for(4, 1, 32));
         FAIL() << "a matmul with mismatched widths was planned";
     } catch (const ops::PlanError& e) {
         EXPECT_THAT(e.what(), AllOf(HasSubstr("[matmul]"), HasSubstr("blk.0.up")));

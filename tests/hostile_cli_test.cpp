@@ -74,7 +74,7 @@ TEST(HostileOptions, AContextLargerThanMemoryIsRefusedBeforeAllocating) {
     // 16 layers x 64-float KV rows: 4 KiB per position, 64 GiB at the -c ceiling.
     const std::string m = testing::random_model_file(testing::spec_of(64, 16, 4, 4, 64), "hostile_cli_deep");
     auto model = graph::Model::load(m);
-    const int64_t needed = graph::make_plan(model->graph(), 1, graph::kMaxContext).kv.bytes();
+    const int64_t needed = graph::make_plan(model->graph(), 1, graph::kMaxContext).state_bytes;
     if (graph::physical_memory_bytes() == 0 || graph::physical_memory_bytes() >= needed)
         GTEST_SKIP() << "this machine has " << graph::physical_memory_bytes() << " bytes, the test needs less than "
                      << needed;

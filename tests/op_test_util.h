@@ -98,7 +98,6 @@ struct OpCall {
     std::vector<TestTensor> in;
     TestTensor out;
     OpParams params;
-    KvLayer kv;  // for ops that use a KV cache layer; the test owns that memory
 
     KernelArgs args() {
         KernelArgs a;
@@ -106,7 +105,6 @@ struct OpCall {
         for (size_t i = 0; i < in.size(); ++i) a.in[i] = in[i].ref();
         a.out = out.ref();
         a.params = params;
-        a.kv = kv;
         return a;
     }
     // The same, with the output written over input 0 (ops whose row says in_place).

@@ -1,12 +1,15 @@
-// tests/ops_attention_test.cpp — attention over the f16 KV cache with llama.cpp's flash-attention
-// numerics: every instruction-set path and the op-table kernel equal the plain reference bit for bit on
-// odd head sizes and GQA ratios with prior cache contents and ranges split at odd places; the reference
-// is attention to f16 precision; a cached continuation equals the full sequence bit for bit;
-// hand-computed cases pin each rounding step (q and K/V to f16, ggml's dot lane order, the f16
-// accumulator, the two-rounding sum); the GQA head mapping; infer's error messages.
+// tests/ops_attention_test.cpp — attention over the paged f16 KV cache with llama.cpp's flash-attention
+// numerics, and kv_write, which fills the cache: every instruction-set path and the op-table kernel
+// equal the plain reference bit for bit on odd head sizes and GQA ratios, several sequences per call
+// with their blocks scattered through the pool and ranges split at odd places; the paged layout gives
+// the bits of a contiguous one; a token's output depends on its own sequence alone (not on the other
+// tokens of the call, never on another sequence's blocks); the reference is attention to f16
+// precision; hand-computed cases pin each rounding step (q and K/V to f16, ggml's dot lane order, the
+// f16 accumulator, the two-rounding sum); the GQA head mapping; infer's error messages.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -20,59 +23,119 @@ using ops::SimdLevel;
 using ::testing::HasSubstr;
 
 constexpr uint16_t kF16Nan = 0x7e00;
+constexpr int64_t B = kKvBlockSize;
 
-// An attention call plus the KV cache layer it reads and writes, k, v (n_ctx, n_head_kv * hd) f16.
-struct AttentionCase {
-    OpCall call;
-    std::vector<uint16_t> cache_k, cache_v;
-    int64_t n_ctx = 0;
-
-    KernelArgs args() {
-        const ops::AttentionParams p = call.params.get<ops::AttentionParams>();
-        call.kv = {cache_k.data(), cache_v.data(), n_ctx, int64_t(p.n_head_kv) * p.head_dim};
-        return call.args();
-    }
+// A sequence of an attention call: its tokens sit at positions first_pos .. first_pos + n_tokens - 1 and
+// attend to every position up to their own, all of which the cache holds (earlier tokens and, as
+// kv_write would have stored them, the call's own).
+struct SeqSpec {
+    int32_t first_pos = 0;
+    int64_t n_tokens = 1;
 };
 
-std::vector<uint16_t> to_f16(const std::vector<float>& x) {
-    std::vector<uint16_t> h(x.size());
-    for (size_t i = 0; i < x.size(); ++i) h[i] = f32_to_fp16(x[i]);
-    return h;
-}
+// One attention call: q, k_cache, v_cache, positions, kv_table -> out. Sequences own blocks of a pool
+// (scattered in a seeded order, or in order 0, 1, 2, ... when contiguous); every cache row no sequence
+// holds is NaN, and so is the block a table's unused entries point at, so a read outside the token's
+// own positions poisons its output.
+struct AttentionCase {
+    OpCall call;
+    int hd = 0, n_head = 0, n_head_kv = 0;
+    int64_t kv_width = 0;
+    std::vector<std::vector<int32_t>> tables;  // per sequence
 
-float round_to_f16(float x) {
-    return fp16_to_f32(f32_to_fp16(x));
-}
+    int64_t slot(size_t seq, int64_t pos) const { return tables[seq][size_t(pos / B)] * B + pos % B; }
+    uint16_t* cache(int which) { return reinterpret_cast<uint16_t*>(call.in[size_t(which)].bytes.data()); }
+    std::vector<uint16_t> halves(int which) const {
+        const TestTensor& t = call.in[size_t(which)];
+        std::vector<uint16_t> h(t.bytes.size() / 2);
+        std::memcpy(h.data(), t.bytes.data(), t.bytes.size());
+        return h;
+    }
+    // Position `pos` of sequence `seq` holds f16(k), f16(v) (kv_width values each).
+    void set_kv(size_t seq, int64_t pos, const float* k, const float* v) {
+        for (int64_t i = 0; i < kv_width; ++i) {
+            cache(1)[slot(seq, pos) * kv_width + i] = f32_to_fp16(k[i]);
+            cache(2)[slot(seq, pos) * kv_width + i] = f32_to_fp16(v[i]);
+        }
+    }
+    KernelArgs args() { return call.args(); }
+};
 
-// Tokens at positions first_pos .. first_pos + n_tokens - 1. Cache rows before first_pos hold earlier
-// tokens (random here); the rows this call writes start as NaN, so a missed write poisons the output.
-AttentionCase attention_case(int64_t n_tokens, int n_head, int n_head_kv, int hd, int32_t first_pos,
-                             uint32_t seed, float q_scale = 1.0f) {
+AttentionCase attention_case(const std::vector<SeqSpec>& seqs, int n_head, int n_head_kv, int hd,
+                             uint32_t seed, float q_scale = 1.0f, bool contiguous = false) {
     AttentionCase c;
-    c.n_ctx = first_pos + n_tokens + 3;
+    c.hd = hd, c.n_head = n_head, c.n_head_kv = n_head_kv;
     const int64_t qw = int64_t(n_head) * hd, kvw = int64_t(n_head_kv) * hd;
-    std::vector<float> q = random_floats(size_t(n_tokens * qw), seed);
-    for (float& x : q) x *= q_scale;
-    std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
-    for (int64_t t = 0; t < n_tokens; ++t) pos[size_t(t)] = first_pos + int32_t(t);
-    c.call.in = {f32_tensor({n_tokens, qw}, q),
-                 f32_tensor({n_tokens, kvw}, random_floats(size_t(n_tokens * kvw), seed + 1)),
-                 f32_tensor({n_tokens, kvw}, random_floats(size_t(n_tokens * kvw), seed + 2)),
-                 i32_tensor({n_tokens}, pos)};
+    c.kv_width = kvw;
+    int64_t n_tokens = 0, width = 1, used = 0;
+    for (const SeqSpec& s : seqs) {
+        n_tokens += s.n_tokens;
+        width = std::max(width, (s.first_pos + s.n_tokens + B - 1) / B + 1);  // one entry to spare
+        used += (s.first_pos + s.n_tokens + B - 1) / B;
+    }
+    const int64_t n_blocks = used + 2;  // the last one is the NaN block unused entries point at
+    std::vector<int32_t> order(static_cast<size_t>(n_blocks - 1));
+    for (size_t b = 0; b < order.size(); ++b) order[b] = int32_t(b);
+    if (!contiguous) std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+    std::vector<uint16_t> nan_rows(static_cast<size_t>(n_blocks * B * kvw), kF16Nan);
+    c.call.in = {f32_tensor({n_tokens, qw}, std::vector<float>(size_t(n_tokens * qw))),
+                 raw_tensor(DType::F16, {n_blocks * B, kvw}, nan_rows.data(), nan_rows.size() * 2),
+                 raw_tensor(DType::F16, {n_blocks * B, kvw}, nan_rows.data(), nan_rows.size() * 2),
+                 i32_tensor({n_tokens}, std::vector<int32_t>(size_t(n_tokens))),
+                 i32_tensor({n_tokens, width}, std::vector<int32_t>(size_t(n_tokens * width)))};
+    size_t next_block = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+        const int64_t n_pos = seqs[s].first_pos + seqs[s].n_tokens;
+        c.tables.emplace_back();
+        for (int64_t b = 0; b < (n_pos + B - 1) / B; ++b) c.tables[s].push_back(order[next_block++]);
+        // Values depend on (seed, sequence, position) only, not on where the blocks are.
+        const std::vector<float> k = random_floats(size_t(n_pos * kvw), seed + 100 * uint32_t(s) + 1);
+        const std::vector<float> v = random_floats(size_t(n_pos * kvw), seed + 100 * uint32_t(s) + 2);
+        for (int64_t p = 0; p < n_pos; ++p) c.set_kv(s, p, &k[size_t(p * kvw)], &v[size_t(p * kvw)]);
+    }
+    auto* q = reinterpret_cast<float*>(c.call.in[0].bytes.data());
+    auto* positions = reinterpret_cast<int32_t*>(c.call.in[3].bytes.data());
+    auto* table = reinterpret_cast<int32_t*>(c.call.in[4].bytes.data());
+    int64_t t = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+        std::vector<float> qs = random_floats(size_t(seqs[s].n_tokens * qw), seed + 100 * uint32_t(s) + 3);
+        for (float& x : qs) x *= q_scale;
+        for (int64_t i = 0; i < seqs[s].n_tokens; ++i, ++t) {
+            std::copy_n(&qs[size_t(i * qw)], qw, q + t * qw);
+            positions[t] = seqs[s].first_pos + int32_t(i);
+            for (int64_t e = 0; e < width; ++e)
+                table[t * width + e] =
+                    size_t(e) < c.tables[s].size() ? c.tables[s][size_t(e)] : int32_t(n_blocks - 1);
+        }
+    }
     c.call.out = output_tensor(DType::F32, {n_tokens, qw});
-    c.call.params = OpParams::of(
-        ops::AttentionParams{.n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd, .layer = 0});
-    c.cache_k = to_f16(random_floats(size_t(c.n_ctx * kvw), seed + 3));
-    c.cache_v = to_f16(random_floats(size_t(c.n_ctx * kvw), seed + 4));
-    for (int64_t i = first_pos * kvw; i < c.n_ctx * kvw; ++i)
-        c.cache_k[size_t(i)] = c.cache_v[size_t(i)] = kF16Nan;
+    c.call.params =
+        OpParams::of(ops::AttentionParams{.n_head = n_head, .n_head_kv = n_head_kv, .head_dim = hd});
     return c;
+}
+
+// The same call for token t alone: its q row, position and table row, the same caches.
+AttentionCase single_token(const AttentionCase& c, int64_t t) {
+    AttentionCase one = c;
+    const int64_t qw = int64_t(c.n_head) * c.hd, width = c.call.in[4].shape[1];
+    const std::vector<float> q = c.call.in[0].floats();
+    one.call.in[0] = f32_tensor({1, qw}, std::vector<float>(q.begin() + t * qw, q.begin() + (t + 1) * qw));
+    const auto* pos = reinterpret_cast<const int32_t*>(c.call.in[3].bytes.data());
+    const auto* table = reinterpret_cast<const int32_t*>(c.call.in[4].bytes.data());
+    one.call.in[3] = i32_tensor({1}, {pos[t]});
+    one.call.in[4] = i32_tensor({1, width}, std::vector<int32_t>(table + t * width, table + (t + 1) * width));
+    one.call.out = output_tensor(DType::F32, {1, qw});
+    return one;
 }
 
 // Bitwise equality, which also treats NaN rows (never written, never read) as equal.
 template <typename T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+bool has_nan(const std::vector<float>& x) {
+    return std::any_of(x.begin(), x.end(), [](float v) { return std::isnan(v); });
 }
 
 // A kernel to hold against the reference: one instruction-set path, or (nullopt) the op table's row.
@@ -89,61 +152,101 @@ std::string kernel_name(const Kernel& k) {
     return k ? ops::simd_level_name(*k) : "op table";
 }
 
-// prepare over the tokens, then run over the (token, head) units; with `split`, each phase as three
-// ranges cut at odd places.
-void run_kernel(const Kernel& kernel, const KernelArgs& args, bool split) {
-    const ops::OpDef& op = op_row("attention");
+// The (token, head) units through one kernel; with `split`, as three ranges cut at odd places.
+void run_kernel(const char* op_name, const Kernel& kernel, const KernelArgs& args, bool split) {
+    const ops::OpDef& op = op_row(op_name);
     if (!kernel) return run_op(op, args, split);
-    for (bool prepare : {true, false}) {
-        const int64_t n = prepare ? op.prepare_items(args) : op.work_items(args);
-        int64_t begin = 0;
-        for (int64_t cut : split ? odd_cuts(n) : std::vector<int64_t>{}) {
-            prepare ? ops::attention_prepare_path(*kernel, args, begin, cut)
-                    : ops::attention_run_path(*kernel, args, begin, cut);
-            begin = cut;
-        }
-        prepare ? ops::attention_prepare_path(*kernel, args, begin, n)
-                : ops::attention_run_path(*kernel, args, begin, n);
+    const int64_t n = op.work_items(args);
+    auto path = [&](int64_t begin, int64_t end) {
+        std::string(op_name) == "attention" ? ops::attention_run_path(*kernel, args, begin, end)
+                                            : ops::kv_write_run_path(*kernel, args, begin, end);
+    };
+    int64_t begin = 0;
+    for (int64_t cut : split ? odd_cuts(n) : std::vector<int64_t>{}) {
+        path(begin, cut);
+        begin = cut;
     }
+    path(begin, n);
+}
+void run_attention(const Kernel& kernel, const KernelArgs& args, bool split) {
+    run_kernel("attention", kernel, args, split);
 }
 
-bool has_nan(const std::vector<float>& x) {
-    for (float v : x)
-        if (std::isnan(v)) return true;
-    return false;
-}
-
-TEST(OpsAttention, EveryKernelEqualsReferenceWithPriorCacheAndGqa) {
+TEST(OpsAttention, EveryKernelEqualsReferenceOnScatteredBlocksAndGqa) {
     const ops::OpDef& op = op_row("attention");
     struct Heads {
         int n_head, n_head_kv;
     };
+    // Batches: one sequence; one decoding (a token at 21, a second block) beside a prompt chunk crossing a
+    // block boundary; three sequences, one of them fresh.
+    const std::vector<std::vector<SeqSpec>> batches = {
+        {{0, 3}}, {{21, 1}, {13, 7}}, {{5, 2}, {0, 1}, {40, 3}}};
     // hd: below 64 (the dot all in double), 64 (all in float lanes), and lanes plus a tail of 6 or 8.
-    for (int64_t t : {1, 3, 7})
+    for (size_t b = 0; b < batches.size(); ++b)
         for (int hd : {8, 12, 64, 70, 136})
             for (Heads h : {Heads{4, 4}, Heads{4, 2}, Heads{8, 2}})
-                for (int32_t first : {0, 5, 13})
-                    for (float q_scale : {1.0f, 400.0f}) {  // 400: score gaps past exp's float range
-                        SCOPED_TRACE("T=" + std::to_string(t) + " hd=" + std::to_string(hd) + " heads " +
-                                     std::to_string(h.n_head) + "/" + std::to_string(h.n_head_kv) +
-                                     " first " + std::to_string(first) + " q_scale " +
-                                     std::to_string(q_scale));
-                        const AttentionCase base = attention_case(t, h.n_head, h.n_head_kv, hd, first,
-                                                                  uint32_t(t * 31 + hd + first), q_scale);
-                        AttentionCase ref = base;
-                        EXPECT_EQ(op.infer(ref.call.node("attention")).shape, ref.call.out.shape);
-                        op.reference(ref.args());
-                        ASSERT_FALSE(has_nan(ref.call.out.floats()));
-                        for (const Kernel& kernel : kernels())
-                            for (bool split : {false, true}) {
-                                AttentionCase c = base;
-                                run_kernel(kernel, c.args(), split);
-                                EXPECT_TRUE(same_bits(c.call.out.floats(), ref.call.out.floats()))
-                                    << kernel_name(kernel) << (split ? " split" : "");
-                                EXPECT_TRUE(same_bits(c.cache_k, ref.cache_k)) << kernel_name(kernel);
-                                EXPECT_TRUE(same_bits(c.cache_v, ref.cache_v)) << kernel_name(kernel);
-                            }
-                    }
+                for (float q_scale : {1.0f, 400.0f}) {  // 400: score gaps past exp's float range
+                    SCOPED_TRACE("batch " + std::to_string(b) + " hd=" + std::to_string(hd) + " heads " +
+                                 std::to_string(h.n_head) + "/" + std::to_string(h.n_head_kv) + " q_scale " +
+                                 std::to_string(q_scale));
+                    const AttentionCase base =
+                        attention_case(batches[b], h.n_head, h.n_head_kv, hd, uint32_t(b * 31 + hd), q_scale);
+                    AttentionCase ref = base;
+                    EXPECT_EQ(op.infer(ref.call.node("attention")).shape, ref.call.out.shape);
+                    op.reference(ref.args());
+                    ASSERT_FALSE(has_nan(ref.call.out.floats()));
+                    for (const Kernel& kernel : kernels())
+                        for (bool split : {false, true}) {
+                            AttentionCase c = base;
+                            run_attention(kernel, c.args(), split);
+                            EXPECT_TRUE(same_bits(c.call.out.floats(), ref.call.out.floats()))
+                                << kernel_name(kernel) << (split ? " split" : "");
+                        }
+                }
+}
+
+// The block table changes where a position's row is read, never the order positions are folded in.
+TEST(OpsAttention, PagedEqualsContiguousBitForBit) {
+    for (const Kernel& kernel : kernels())
+        for (int hd : {12, 64, 136}) {
+            const std::vector<SeqSpec> seqs = {{37, 4}, {0, 9}, {16, 1}};
+            AttentionCase paged = attention_case(seqs, 4, 2, hd, 5, 4.0f, false);
+            AttentionCase contiguous = attention_case(seqs, 4, 2, hd, 5, 4.0f, true);
+            ASSERT_NE(paged.tables, contiguous.tables);
+            run_attention(kernel, paged.args(), true);
+            run_attention(kernel, contiguous.args(), false);
+            EXPECT_TRUE(same_bits(paged.call.out.floats(), contiguous.call.out.floats()))
+                << kernel_name(kernel) << " hd " << hd;
+        }
+}
+
+// A token's output is its own: alone in a call it gives the bits it gives among others, and it never
+// reads a block its table does not hold (every other row is NaN and would show).
+TEST(OpsAttention, TokensOfOneCallAreIndependentAndSequencesNeverMix) {
+    for (const Kernel& kernel : kernels()) {
+        AttentionCase batch = attention_case({{30, 2}, {0, 5}, {17, 1}}, 8, 2, 64, 9);
+        run_attention(kernel, batch.args(), true);
+        const std::vector<float> all = batch.call.out.floats();
+        ASSERT_FALSE(has_nan(all)) << kernel_name(kernel);
+        const int64_t qw = 8 * 64;
+        for (int64_t t = 0; t < 8; ++t) {
+            AttentionCase one = single_token(batch, t);
+            run_attention(kernel, one.args(), false);
+            const std::vector<float> row(all.begin() + t * qw, all.begin() + (t + 1) * qw);
+            EXPECT_TRUE(same_bits(one.call.out.floats(), row)) << kernel_name(kernel) << " token " << t;
+        }
+        // Poison the first sequence's rows: only its own two tokens change.
+        AttentionCase poisoned = batch;
+        for (int64_t p = 0; p < 32; ++p)
+            for (int64_t i = 0; i < poisoned.kv_width; ++i)
+                poisoned.cache(1)[poisoned.slot(0, p) * poisoned.kv_width + i] = kF16Nan;
+        run_attention(kernel, poisoned.args(), false);
+        const std::vector<float> out = poisoned.call.out.floats();
+        EXPECT_TRUE(has_nan(std::vector<float>(out.begin(), out.begin() + 2 * qw)));
+        EXPECT_TRUE(same_bits(std::vector<float>(out.begin() + 2 * qw, out.end()),
+                              std::vector<float>(all.begin() + 2 * qw, all.end())))
+            << kernel_name(kernel);
+    }
 }
 
 // The reference is attention: in double from q and the cached f16 keys and values, it agrees to f16
@@ -151,9 +254,10 @@ TEST(OpsAttention, EveryKernelEqualsReferenceWithPriorCacheAndGqa) {
 TEST(OpsAttention, ReferenceIsAttentionToF16Precision) {
     const ops::OpDef& op = op_row("attention");
     for (float q_scale : {1.0f, 8.0f}) {
-        AttentionCase c = attention_case(5, 4, 2, 12, 27, 17, q_scale);
+        AttentionCase c = attention_case({{27, 5}}, 4, 2, 12, 17, q_scale);
         op.reference(c.args());
         const std::vector<float> q = c.call.in[0].floats(), got = c.call.out.floats();
+        const std::vector<uint16_t> ck = c.halves(1), cv = c.halves(2);
         std::vector<float> want(got.size());
         const int hd = 12, kvw = 24;
         for (int t = 0; t < 5; ++t)
@@ -164,7 +268,7 @@ TEST(OpsAttention, ReferenceIsAttentionToF16Precision) {
                     double dot = 0;
                     for (int i = 0; i < hd; ++i)
                         dot += double(q[size_t((t * 4 + h) * hd + i)]) *
-                               fp16_to_f32(c.cache_k[size_t(p * kvw + g * hd + i)]);
+                               fp16_to_f32(ck[size_t(c.slot(0, p) * kvw + g * hd + i)]);
                     s[size_t(p)] = dot / std::sqrt(double(hd));
                 }
                 const double max = *std::max_element(s.begin(), s.end());
@@ -173,7 +277,8 @@ TEST(OpsAttention, ReferenceIsAttentionToF16Precision) {
                 for (int i = 0; i < hd; ++i) {
                     double acc = 0;
                     for (int p = 0; p < n_pos; ++p)
-                        acc += s[size_t(p)] / total * fp16_to_f32(c.cache_v[size_t(p * kvw + g * hd + i)]);
+                        acc +=
+                            s[size_t(p)] / total * fp16_to_f32(cv[size_t(c.slot(0, p) * kvw + g * hd + i)]);
                     want[size_t((t * 4 + h) * hd + i)] = float(acc);
                 }
             }
@@ -183,69 +288,31 @@ TEST(OpsAttention, ReferenceIsAttentionToF16Precision) {
     }
 }
 
-TEST(OpsAttention, CachedContinuationEqualsFullSequence) {
-    for (const Kernel& kernel : kernels())
-        for (int n_head_kv : {1, 2, 4}) {
-            SCOPED_TRACE(kernel_name(kernel) + " n_head_kv " + std::to_string(n_head_kv));
-            // Whole sequence of 12 tokens at once ...
-            AttentionCase full = attention_case(12, 4, n_head_kv, 12, 0, 99);
-            run_kernel(kernel, full.args(), true);
-            // ... vs tokens 0..4 first, then 5..11 on the cache they left.
-            const int64_t qw = 4 * 12, kvw = int64_t(n_head_kv) * 12;
-            auto rows = [](const TestTensor& t, int64_t from, int64_t to, int64_t width) {
-                const std::vector<float> v = t.floats();
-                return std::vector<float>(v.begin() + from * width, v.begin() + to * width);
-            };
-            AttentionCase first = attention_case(5, 4, n_head_kv, 12, 0, 1);
-            first.n_ctx = full.n_ctx;
-            first.cache_k.assign(full.cache_k.size(), kF16Nan);
-            first.cache_v = first.cache_k;
-            first.call.in[0] = f32_tensor({5, qw}, rows(full.call.in[0], 0, 5, qw));
-            first.call.in[1] = f32_tensor({5, kvw}, rows(full.call.in[1], 0, 5, kvw));
-            first.call.in[2] = f32_tensor({5, kvw}, rows(full.call.in[2], 0, 5, kvw));
-            run_kernel(kernel, first.args(), true);
-
-            AttentionCase second = attention_case(7, 4, n_head_kv, 12, 5, 2);
-            second.n_ctx = full.n_ctx;
-            second.cache_k = first.cache_k;
-            second.cache_v = first.cache_v;
-            second.call.in[0] = f32_tensor({7, qw}, rows(full.call.in[0], 5, 12, qw));
-            second.call.in[1] = f32_tensor({7, kvw}, rows(full.call.in[1], 5, 12, kvw));
-            second.call.in[2] = f32_tensor({7, kvw}, rows(full.call.in[2], 5, 12, kvw));
-            run_kernel(kernel, second.args(), true);
-
-            EXPECT_TRUE(same_bits(first.call.out.floats(), rows(full.call.out, 0, 5, qw)));
-            EXPECT_TRUE(same_bits(second.call.out.floats(), rows(full.call.out, 5, 12, qw)));
-            EXPECT_TRUE(same_bits(second.cache_k, full.cache_k));
-            EXPECT_TRUE(same_bits(second.cache_v, full.cache_v));
-        }
-}
-
 TEST(OpsAttention, FirstPositionReturnsItsF16ValueRowPerKvGroup) {
     // One attended position: softmax weight 1, so each query head returns its kv head's v row as the
     // cache holds it (rounded to f16). n_head 4 over n_head_kv 2: heads 0,1 read kv head 0, heads 2,3 kv 1.
     for (const Kernel& kernel : kernels()) {
-        AttentionCase c = attention_case(1, 4, 2, 8, 0, 3);
-        run_kernel(kernel, c.args(), false);
-        const std::vector<float> y = c.call.out.floats(), v = c.call.in[2].floats();
+        AttentionCase c = attention_case({{0, 1}}, 4, 2, 8, 3);
+        const std::vector<uint16_t> v = c.halves(2);
+        run_attention(kernel, c.args(), false);
+        const std::vector<float> y = c.call.out.floats();
         for (int h = 0; h < 4; ++h)
             for (int i = 0; i < 8; ++i)
-                EXPECT_EQ(y[size_t(h * 8 + i)], round_to_f16(v[size_t((h / 2) * 8 + i)]))
+                EXPECT_EQ(y[size_t(h * 8 + i)], fp16_to_f32(v[size_t(c.slot(0, 0) * 16 + (h / 2) * 8 + i)]))
                     << kernel_name(kernel) << " head " << h;
     }
 }
 
-// Tokens at positions 0 .. n_tokens - 1, one query head of hd elements, through every kernel: one
-// output (n_tokens, hd) per kernel.
+// Tokens at positions 0 .. n_tokens - 1 of one sequence, one query head of hd elements, the cache
+// holding f16(k), f16(v), through every kernel: one output (n_tokens, hd) per kernel.
 std::vector<std::vector<float>> run_positions(int64_t n_tokens, int hd, const std::vector<float>& q,
                                               const std::vector<float>& k, const std::vector<float>& v) {
     std::vector<std::vector<float>> outs;
     for (const Kernel& kernel : kernels()) {
-        AttentionCase c = attention_case(n_tokens, 1, 1, hd, 0, 4);
+        AttentionCase c = attention_case({{0, n_tokens}}, 1, 1, hd, 4);
         c.call.in[0] = f32_tensor({n_tokens, hd}, q);
-        c.call.in[1] = f32_tensor({n_tokens, hd}, k);
-        c.call.in[2] = f32_tensor({n_tokens, hd}, v);
-        run_kernel(kernel, c.args(), false);
+        for (int64_t p = 0; p < n_tokens; ++p) c.set_kv(0, p, &k[size_t(p * hd)], &v[size_t(p * hd)]);
+        run_attention(kernel, c.args(), false);
         outs.push_back(c.call.out.floats());
     }
     return outs;
@@ -280,14 +347,9 @@ TEST(OpsAttention, QueryIsRoundedToF16AndSumRoundsTwice) {
 TEST(OpsAttention, AccumulatorIsF16RoundedAfterEveryPosition) {
     // q = 0: every score is 0, weights 1/3 each. v = 1, 2^-12, 2^-12: each 2^-12 is a quarter of f16's
     // step at 1, so the f16 accumulator stays at 1 (an f32 one would reach 1 + 2^-11).
-    for (const Kernel& kernel : kernels()) {
-        AttentionCase c = attention_case(3, 1, 1, 1, 0, 6);
-        const float tiny = std::ldexp(1.0f, -12);
-        c.call.in[0] = f32_tensor({3, 1}, {0, 0, 0});
-        c.call.in[2] = f32_tensor({3, 1}, {1, tiny, tiny});
-        run_kernel(kernel, c.args(), false);
-        EXPECT_EQ(c.call.out.floats()[2], 1.0f * (1.0f / 3.0f)) << kernel_name(kernel);
-    }
+    const float tiny = std::ldexp(1.0f, -12);
+    for (const std::vector<float>& y : run_positions(3, 1, {0, 0, 0}, {0, 0, 0}, {1, tiny, tiny}))
+        EXPECT_EQ(y[2], 1.0f * (1.0f / 3.0f));
 }
 
 TEST(OpsAttention, DotFollowsGgmlLaneOrder) {
@@ -309,56 +371,111 @@ TEST(OpsAttention, DotFollowsGgmlLaneOrder) {
     }
 }
 
-TEST(OpsAttention, PrepareWritesOnlyThePositionsRowsAsF16) {
+TEST(OpsAttention, InferRejectsBadInputs) {
     const ops::OpDef& op = op_row("attention");
-    for (const Kernel& kernel : kernels()) {
-        AttentionCase c = attention_case(3, 2, 1, 8, 4, 5);
-        const std::vector<uint16_t> before = c.cache_k;
-        const KernelArgs args = c.args();
-        if (kernel)
-            ops::attention_prepare_path(*kernel, args, 0, op.prepare_items(args));
-        else
-            op.prepare(args, 0, op.prepare_items(args));
-        const std::vector<float> k = c.call.in[1].floats();
-        for (int64_t p = 0; p < c.n_ctx; ++p)
-            for (int i = 0; i < 8; ++i) {
-                const uint16_t want =
-                    p >= 4 && p < 7 ? f32_to_fp16(k[size_t((p - 4) * 8 + i)]) : before[size_t(p * 8 + i)];
-                EXPECT_EQ(c.cache_k[size_t(p * 8 + i)], want) << kernel_name(kernel) << " position " << p;
+    auto error = [&](const AttentionCase& c) { return infer_error(op, c.call.node("attention")); };
+    AttentionCase c = attention_case({{0, 3}}, 6, 4, 8, 1);
+    EXPECT_THAT(error(c), HasSubstr("n_head 6 is not a multiple of n_head_kv 4"));
+    c = attention_case({{0, 3}}, 4, 2, 8, 1);
+    edit_params<ops::AttentionParams>(c.call.params, [](ops::AttentionParams& p) { p.head_dim = 12; });
+    EXPECT_THAT(error(c), HasSubstr("q rows have 32 elements, expected 48 (n_head 4 * head_dim 12)"));
+    c = attention_case({{0, 3}}, 4, 2, 8, 1);
+    c.call.in[2].shape = {32, 24};
+    EXPECT_THAT(error(c), HasSubstr("v_cache rows have 24 elements, expected 16 (n_head_kv 2 * head_dim 8)"));
+    c = attention_case({{0, 3}}, 4, 2, 8, 1);
+    c.call.in[1].dtype = DType::F32;
+    EXPECT_THAT(error(c), HasSubstr("input 1 (k_cache) must be f16"));
+    c = attention_case({{0, 3}}, 4, 2, 8, 1);
+    c.call.in[1].shape = {40, 16};
+    EXPECT_THAT(error(c), HasSubstr("k_cache has 40 rows, not whole blocks of 16"));
+    c = attention_case({{0, 3}}, 4, 2, 8, 1);
+    c.call.in[3].dtype = DType::F32;
+    EXPECT_THAT(error(c), HasSubstr("input 3 (positions) must be i32, got f32 (3)"));
+    c = attention_case({{0, 3}}, 4, 2, 8, 1);
+    c.call.in[3].shape = {4};
+    EXPECT_THAT(error(c), HasSubstr("positions has 4 entries, q has 3 tokens"));
+    c = attention_case({{0, 3}}, 4, 2, 8, 1);
+    c.call.in[4].shape = {2, 2};
+    EXPECT_THAT(error(c), HasSubstr("kv_table has 2 rows, q has 3 tokens"));
+    c = attention_case({{0, 1}}, 1, 1, 520, 1);
+    EXPECT_THAT(error(c), HasSubstr("head_dim 520 is above the kernel's limit of 512"));
+    c = attention_case({{0, 3}}, 4, 2, 8, 1);
+    c.call.in.pop_back();
+    EXPECT_THAT(error(c), HasSubstr("expects 5 inputs (q, k_cache, v_cache, positions, kv_table), got 4"));
+}
+
+// ---- kv_write ------------------------------------------------------------------------------------
+
+struct KvWriteCase {
+    OpCall call;  // cache, x, slots -> cache (in place: out aliases in[0] through args())
+    KernelArgs args() {
+        KernelArgs a = call.args();
+        a.out = a.in[0];
+        return a;
+    }
+    std::vector<uint16_t> cache() const {
+        std::vector<uint16_t> h(call.in[0].bytes.size() / 2);
+        std::memcpy(h.data(), call.in[0].bytes.data(), call.in[0].bytes.size());
+        return h;
+    }
+};
+
+KvWriteCase kv_write_case(int64_t n_tokens, int64_t width, const std::vector<int32_t>& slots, uint32_t seed) {
+    KvWriteCase c;
+    std::vector<float> x =
+        random_floats(size_t(n_tokens * width), seed, -70000.0f, 70000.0f);  // past f16's range
+    x[0] = 1.0f + std::ldexp(1.0f, -11);                                     // a tie: rounds to even (1.0)
+    const std::vector<uint16_t> old = [&] {
+        std::vector<uint16_t> h(size_t(64 * width));
+        for (size_t i = 0; i < h.size(); ++i) h[i] = uint16_t(i * 2654435761u >> 17);
+        return h;
+    }();
+    c.call.in = {raw_tensor(DType::F16, {64, width}, old.data(), old.size() * 2),
+                 f32_tensor({n_tokens, width}, x), i32_tensor({n_tokens}, slots)};
+    return c;
+}
+
+TEST(OpsKvWrite, EveryKernelStoresExactlyTheSlotsRowsRoundedToNearestEven) {
+    const ops::OpDef& op = op_row("kv_write");
+    EXPECT_TRUE(op.writes_state);
+    for (int64_t width : {8, 13, 64}) {
+        const std::vector<int32_t> slots = {17, 3, 63, 40, 41, 0, 33};
+        const KvWriteCase base = kv_write_case(7, width, slots, uint32_t(width));
+        EXPECT_EQ(op.infer(base.call.node("kv_write")).str(), "f16 (64, " + std::to_string(width) + ")");
+        KvWriteCase ref = base;
+        op.reference(ref.args());
+        const std::vector<uint16_t> before = base.cache(), want = ref.cache();
+        const std::vector<float> x = base.call.in[1].floats();
+        for (int64_t r = 0; r < 64; ++r) {
+            const auto it = std::find(slots.begin(), slots.end(), int32_t(r));
+            for (int64_t i = 0; i < width; ++i) {
+                const uint16_t expected = it == slots.end()
+                                              ? before[size_t(r * width + i)]
+                                              : f32_to_fp16(x[size_t((it - slots.begin()) * width + i)]);
+                ASSERT_EQ(want[size_t(r * width + i)], expected) << "row " << r;
+            }
+        }
+        EXPECT_EQ(want[size_t(17 * width)], 0x3c00);  // 1 + 2^-11 stored as 1.0
+        for (const Kernel& kernel : kernels())
+            for (bool split : {false, true}) {
+                KvWriteCase c = base;
+                run_kernel("kv_write", kernel, c.args(), split);
+                EXPECT_TRUE(same_bits(c.cache(), want)) << kernel_name(kernel) << " width " << width;
             }
     }
 }
 
-TEST(OpsAttention, InferRejectsBadInputs) {
-    const ops::OpDef& op = op_row("attention");
-    auto node = [](const AttentionCase& c) { return c.call.node("attention"); };
-    AttentionCase c = attention_case(3, 6, 4, 8, 0, 1);
-    EXPECT_THAT(infer_error(op, node(c)), HasSubstr("n_head 6 is not a multiple of n_head_kv 4"));
-    c = attention_case(3, 4, 2, 8, 0, 1);
-    edit_params<ops::AttentionParams>(c.call.params, [](ops::AttentionParams& p) { p.head_dim = 12; });
-    EXPECT_THAT(infer_error(op, node(c)),
-                HasSubstr("q rows have 32 elements, expected 48 (n_head 4 * head_dim 12)"));
-    c = attention_case(3, 4, 2, 8, 0, 1);
-    c.call.in[2].shape = {3, 24};
-    EXPECT_THAT(infer_error(op, node(c)),
-                HasSubstr("v rows have 24 elements, expected 16 (n_head_kv 2 * head_dim 8)"));
-    c = attention_case(3, 4, 2, 8, 0, 1);
-    c.call.in[1].shape = {2, 16};
-    EXPECT_THAT(infer_error(op, node(c)), HasSubstr("k has 2 tokens, q has 3"));
-    c = attention_case(3, 4, 2, 8, 0, 1);
-    c.call.in[3].dtype = DType::F32;
-    EXPECT_THAT(infer_error(op, node(c)), HasSubstr("input 3 (positions) must be i32, got f32 (3)"));
-    c = attention_case(3, 4, 2, 8, 0, 1);
-    c.call.in[3].shape = {4};
-    EXPECT_THAT(infer_error(op, node(c)), HasSubstr("positions has 4 entries, q has 3 tokens"));
-    c = attention_case(3, 4, 2, 8, 0, 1);
-    edit_params<ops::AttentionParams>(c.call.params, [](ops::AttentionParams& p) { p.layer = -1; });
-    EXPECT_THAT(infer_error(op, node(c)), HasSubstr("layer must be >= 0"));
-    c = attention_case(1, 1, 1, 520, 0, 1);
-    EXPECT_THAT(infer_error(op, node(c)), HasSubstr("head_dim 520 is above the kernel's limit of 512"));
-    c = attention_case(3, 4, 2, 8, 0, 1);
-    c.call.in.pop_back();
-    EXPECT_THAT(infer_error(op, node(c)), HasSubstr("expects 4 inputs (q, k, v, positions), got 3"));
+TEST(OpsKvWrite, InferRejectsBadInputs) {
+    const ops::OpDef& op = op_row("kv_write");
+    KvWriteCase c = kv_write_case(3, 8, {1, 2, 3}, 1);
+    c.call.in[1].shape = {3, 9};
+    EXPECT_THAT(infer_error(op, c.call.node("kv_write")), HasSubstr("x rows have 9 elements, the cache's 8"));
+    c = kv_write_case(3, 8, {1, 2, 3}, 1);
+    c.call.in[2].shape = {2};
+    EXPECT_THAT(infer_error(op, c.call.node("kv_write")), HasSubstr("slots has 2 entries, x has 3 rows"));
+    c = kv_write_case(3, 8, {1, 2, 3}, 1);
+    c.call.in[0].dtype = DType::F32;
+    EXPECT_THAT(infer_error(op, c.call.node("kv_write")), HasSubstr("input 0 (cache) must be f16"));
 }
 
 }  // namespace

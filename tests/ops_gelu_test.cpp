@@ -149,7 +149,7 @@ TEST(GegluGraph, BindsAndPlansWithGeluAndMulInPlace) {
     const std::string file = random_model_file(spec_of(32, 2, 4, 2, 72), "geglu_plan");
     auto model = graph::Model::load(file, geglu_path());
     for (int64_t n_tokens : {1, 5}) {
-        const graph::Plan plan = graph::make_plan(model->graph(), n_tokens, 64);
+        const graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(n_tokens, 1, 64));
         EXPECT_NO_THROW(graph::verify_plan(plan));
         int gelu = 0, mul = 0;
         for (const graph::PlanStep& step : plan.steps) {
@@ -224,15 +224,26 @@ TEST(GegluGraph, FeedForwardEqualsReferencesAppliedByHand) {
     // One layer; the plan runs step by step so ffn_in and ffn_out can be read while they are alive.
     auto model = graph::Model::load(random_model_file(spec_of(32, 1, 4, 2, 88), "geglu_hand"), geglu_path());
     const int64_t T = 5;
-    const graph::Plan plan = graph::make_plan(model->graph(), T, 16);
+    const graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(T, 1, 16));
     AlignedBuffer arena(plan.arena_bytes, graph::kArenaAlignment);
-    KvCache kv(plan.kv.n_layer, plan.kv.n_ctx, plan.kv.row);
-    const std::vector<Step> steps = graph::bind_plan(plan, arena.data(), kv);
+    std::vector<AlignedBuffer> state;
+    std::vector<void*> state_ptrs;
+    for (int id : plan.state_tensors) {
+        state.emplace_back(plan.tensors[size_t(id)].bytes, graph::kArenaAlignment);
+        state_ptrs.push_back(state.back().data());
+    }
+    const std::vector<Step> steps = graph::bind_plan(plan, arena.data(), state_ptrs);
     const std::vector<int32_t> tokens = random_tokens(size_t(T), 320, 4);
+    // One sequence at positions 0 .. T-1 in block 0 (so slot = position), logits for the last token.
     for (size_t i = 0; i < model->graph().inputs.size(); ++i) {
-        auto* dst = reinterpret_cast<int32_t*>(arena.data() + plan.tensors[plan.input_tensors[i]].offset);
-        for (int64_t t = 0; t < T; ++t)
-            dst[t] = model->graph().inputs[i].name == "tokens" ? tokens[size_t(t)] : int32_t(t);
+        const graph::PlanTensor& input = plan.tensors[size_t(plan.input_tensors[i])];
+        auto* dst = reinterpret_cast<int32_t*>(arena.data() + input.offset);
+        const graph::InputKind kind = model->graph().inputs[i].kind;
+        for (int64_t k = 0; k < input.desc.n_elements(); ++k)
+            dst[k] = kind == graph::InputKind::Tokens      ? tokens[size_t(k)]
+                     : kind == graph::InputKind::KvTable   ? 0
+                     : kind == graph::InputKind::LogitRows ? int32_t(T - 1)
+                                                           : int32_t(k);
     }
     auto step_of = [&](const std::string& name) {
         for (size_t s = 0; s < plan.steps.size(); ++s)

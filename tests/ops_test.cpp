@@ -340,6 +340,37 @@ TEST(OpsEmbedding, InferRejectsBadInputs) {
                 HasSubstr("input 0 (ids) must have rank 1 (n_tokens), got i32 (1, 2)"));
 }
 
+// ---- select_rows ---------------------------------------------------------------------------------
+
+OpCall select_call(int64_t n_tokens, int64_t n, const std::vector<int32_t>& rows) {
+    OpCall c;
+    c.in = {f32_tensor({n_tokens, n}, random_floats(size_t(n_tokens * n), 12)),
+            i32_tensor({int64_t(rows.size())}, rows)};
+    c.out = output_tensor(DType::F32, {int64_t(rows.size()), n});
+    return c;
+}
+
+TEST(OpsSelectRows, CopiesTheAskedRowsInOrder) {
+    for (const std::vector<int32_t>& rows : std::vector<std::vector<int32_t>>{{6}, {0, 3, 6}, {5, 5, 1, 0, 2, 4, 3}}) {
+        const OpCall c = select_call(7, 37, rows);
+        expect_kernel_matches_reference("select_rows", c, 0);
+        OpCall run = c;
+        run_op(op_row("select_rows"), run.args(), true);
+        const std::vector<float> x = c.in[0].floats(), y = run.out.floats();
+        for (size_t r = 0; r < rows.size(); ++r)
+            for (int i = 0; i < 37; ++i) EXPECT_EQ(y[r * 37 + size_t(i)], x[size_t(rows[r]) * 37 + size_t(i)]);
+    }
+}
+
+TEST(OpsSelectRows, InferRejectsBadInputs) {
+    const ops::OpDef& op = op_row("select_rows");
+    OpCall c = select_call(3, 8, {0, 1, 2, 2});
+    EXPECT_THAT(infer_error(op, c.node("select_rows")), HasSubstr("selects 4 rows of 3"));
+    c = select_call(3, 8, {1});
+    c.in[1].dtype = DType::F32;
+    EXPECT_THAT(infer_error(op, c.node("select_rows")), HasSubstr("input 1 (rows) must be i32"));
+}
+
 // ---- the table itself ---------------------------------------------------------------------------
 
 // A graph names "matmul"; the planner picks the kernel later, so every kernel of one graph op must

@@ -26,19 +26,26 @@ TEST_P(PlanShapes, VerifierPassesAndArenaBeatsNaiveSum) {
                              std::to_string(s.kv_heads);
     auto model = graph::Model::load(testing::random_model_file(testing::spec_of(s.embd, s.layers, s.heads, s.kv_heads, s.ff), name));
     for (int64_t n_tokens : {1, 7, 64}) {
-        graph::Plan plan = graph::make_plan(model->graph(), n_tokens, 128);
+        const int64_t n_outputs = n_tokens == 7 ? 3 : n_tokens;
+        graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(n_tokens, n_outputs, 128));
         EXPECT_NO_THROW(graph::verify_plan(plan));
         EXPECT_LT(plan.arena_bytes, plan.naive_bytes) << n_tokens << " tokens";
-        EXPECT_EQ(plan.kv.n_layer, s.layers);
-        EXPECT_EQ(plan.kv.row, s.kv_heads * (s.embd / s.heads));
-        EXPECT_EQ(plan.kv.bytes(), 2 * s.layers * 128 * plan.kv.row * 2);  // k and v, fp16
-        // Every intermediate lies in the arena, aligned, and the logits are (n_tokens, n_vocab).
+        // The KV cache is state: K and V per layer, (128 positions, n_head_kv * head_dim) f16 each.
+        const int64_t row = s.kv_heads * (s.embd / s.heads);
+        ASSERT_EQ(plan.state_tensors.size(), size_t(2 * s.layers));
+        for (int id : plan.state_tensors) {
+            const graph::PlanTensor& t = plan.tensors[size_t(id)];
+            EXPECT_EQ(t.kind, graph::PlanTensor::Kind::State);
+            EXPECT_EQ(t.desc.str(), "f16 (128, " + std::to_string(row) + ")");
+        }
+        EXPECT_EQ(plan.state_bytes, 2 * s.layers * 128 * row * 2);
+        // Every intermediate lies in the arena, aligned, and the logits are (n_outputs, n_vocab).
         for (const graph::PlanTensor& t : plan.tensors) {
-            if (t.kind != graph::PlanTensor::Kind::Weight) {
+            if (t.kind != graph::PlanTensor::Kind::Weight && t.kind != graph::PlanTensor::Kind::State) {
                 EXPECT_EQ(t.offset % graph::kArenaAlignment, 0);
             }
         }
-        EXPECT_EQ(plan.tensors[plan.output_tensors[0]].desc.shape, (std::vector<int64_t>{n_tokens, 320}));
+        EXPECT_EQ(plan.tensors[plan.output_tensors[0]].desc.shape, (std::vector<int64_t>{n_outputs, 320}));
     }
 }
 
@@ -55,7 +62,7 @@ TEST(Plan, KernelChoiceFollowsWeightType) {
     graph::RandomLlamaSpec spec = testing::spec_of(32, 1, 4, 2, 64);
     spec.type = DType::F16;
     auto model = graph::Model::load(testing::random_model_file(spec, "plan_f16"));
-    graph::Plan plan = graph::make_plan(model->graph(), 3, 16);
+    graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(3, 1, 16));
     int matmuls = 0;
     for (const graph::PlanStep& step : plan.steps) {
         if (model->graph().nodes[step.node].op != "matmul") continue;
@@ -68,7 +75,7 @@ TEST(Plan, KernelChoiceFollowsWeightType) {
 
 TEST(Plan, VerifierCatchesOverlappingLiveTensors) {
     auto model = graph::Model::load(testing::random_model_file(testing::spec_of(16, 2, 4, 2, 48), "plan_broken"));
-    graph::Plan plan = graph::make_plan(model->graph(), 5, 32);
+    graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(5, 1, 32));
     // q and k are both alive while attention runs; put k on top of q.
     auto find = [&](const std::string& name) {
         for (graph::PlanTensor& t : plan.tensors)
@@ -111,17 +118,30 @@ TEST(Plan, AllocatorReusesFreedGapsAndKeepsLiveOnesApart) {
 
 TEST(Plan, JsonDumpHasTheContractFields) {
     auto model = graph::Model::load(testing::random_model_file(testing::spec_of(16, 2, 4, 2, 48), "plan_json"));
-    graph::Plan plan = graph::make_plan(model->graph(), 4, 64);
+    graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(4, 2, 64, 3));
     auto j = nlohmann::json::parse(graph::dump_plan_json(plan, model->graph()));
     EXPECT_EQ(j["steps"].size(), plan.steps.size());
     EXPECT_EQ(j["arena_bytes"].get<int64_t>(), plan.arena_bytes);
     EXPECT_EQ(j["naive_bytes"].get<int64_t>(), plan.naive_bytes);
-    EXPECT_EQ(j["kv_cache_bytes"].get<int64_t>(), plan.kv.bytes());
+    EXPECT_EQ(j["kv_cache_bytes"].get<int64_t>(), plan.state_bytes);
     EXPECT_EQ(j["weight_bytes"].get<int64_t>(), plan.weight_bytes);
+    EXPECT_EQ(j["n_outputs"].get<int64_t>(), 2);
     EXPECT_EQ(j["steps"][0]["kernel"], "embedding");
+    // Three sequences of 64 positions: 12 blocks of 16 in the pool, tables of 4 entries.
+    EXPECT_EQ(j["kv_cache"]["blocks"].get<int64_t>(), 12);
+    EXPECT_EQ(j["kv_cache"]["block_size"].get<int64_t>(), 16);
+    EXPECT_EQ(j["kv_cache"]["table_width"].get<int64_t>(), 4);
+    ASSERT_EQ(j["state"].size(), 4u);
+    EXPECT_EQ(j["state"][1]["name"], "blk.0.v_cache");
+    EXPECT_EQ(j["state"][1]["kind"], "state");
+    EXPECT_EQ(j["state"][1]["shape"], nlohmann::json::parse("[192, 8]"));
+    EXPECT_EQ(j["state"][1]["bytes"].get<int64_t>(), 192 * 8 * 2);
+    EXPECT_EQ(j["state"][1]["written_by"], nlohmann::json::parse("[\"blk.0.v_stored\"]"));
+    EXPECT_EQ(j["state"][1]["read_by"], nlohmann::json::parse("[\"blk.0.attn\"]"));
     const std::string text = graph::dump_plan_text(plan, model->graph());
-    EXPECT_THAT(text, AllOf(HasSubstr("matmul_f32"), HasSubstr("arena peak"), HasSubstr("KV cache"),
-                            HasSubstr("weights mapped")));
+    EXPECT_THAT(text, AllOf(HasSubstr("matmul_f32"), HasSubstr("arena peak"), HasSubstr("KV cache (state) 12,288 bytes"),
+                            HasSubstr("blk.1.k_cache       f16 (192, 8)"),
+                            HasSubstr("written by blk.1.k_stored, read by blk.1.attn"), HasSubstr("weights mapped")));
 }
 
 }  // namespace

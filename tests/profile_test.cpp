@@ -158,7 +158,8 @@ TEST(Profiler, SumsPerStepWithTheOpTablesFlopsAndTheTensorsBytes) {
     EXPECT_THAT(text, HasSubstr("threads busy in kernels"));
 }
 
-// The embedding reads its tokens' rows only; attention reads the cached rows up to each position.
+// The embedding reads its tokens' rows only; kv_write writes its batch's rows and attention reads the
+// cached rows up to each position, never the whole pool.
 TEST(Profiler, StepBytesOfEmbeddingAndAttention) {
     std::vector<int32_t> ids = {3, 4};
     std::vector<float> table(10 * 8), out(2 * 8);
@@ -170,21 +171,33 @@ TEST(Profiler, StepBytesOfEmbeddingAndAttention) {
     embedding.args.out = {DType::F32, 2, {2, 8}, out.data()};
     EXPECT_DOUBLE_EQ(graph::step_bytes(embedding), 2 * 4 + 2 * 8 * 4 + 2 * 8 * 4);
 
-    std::vector<float> q(2 * 16), kv_in(2 * 8), y(2 * 16);
-    std::vector<int32_t> positions = {5, 6};
+    // kv_write: the batch's two rows go into a pool of 32, fp16.
+    std::vector<float> x(2 * 8);
+    std::vector<int32_t> slots = {5, 6};
     std::vector<uint16_t> k(32 * 8), v(32 * 8);
+    Step kv_write;
+    kv_write.kernel = "kv_write";
+    kv_write.args.n_in = 3;
+    kv_write.args.in[0] = {DType::F16, 2, {32, 8}, k.data()};
+    kv_write.args.in[1] = {DType::F32, 2, {2, 8}, x.data()};
+    kv_write.args.in[2] = {DType::I32, 1, {2}, slots.data()};
+    kv_write.args.out = kv_write.args.in[0];
+    EXPECT_DOUBLE_EQ(graph::step_bytes(kv_write), 2 * 8 * 4 + 2 * 4 + 2 * 8 * 2);
+
+    std::vector<float> q(2 * 16), y(2 * 16);
+    std::vector<int32_t> positions = {5, 6}, block_table = {0, 1, 0, 1};
     Step attention;
     attention.kernel = "attention";
     KernelArgs& a = attention.args;
-    a.n_in = 4;
+    a.n_in = 5;
     a.in[0] = {DType::F32, 2, {2, 16}, q.data()};
-    a.in[1] = {DType::F32, 2, {2, 8}, kv_in.data()};
-    a.in[2] = {DType::F32, 2, {2, 8}, kv_in.data()};
+    a.in[1] = {DType::F16, 2, {32, 8}, k.data()};
+    a.in[2] = {DType::F16, 2, {32, 8}, v.data()};
     a.in[3] = {DType::I32, 1, {2}, positions.data()};
+    a.in[4] = {DType::I32, 2, {2, 2}, block_table.data()};
     a.out = {DType::F32, 2, {2, 16}, y.data()};
-    a.kv = {k.data(), v.data(), 32, 8};
-    const double tensors = 4.0 * (32 + 16 + 16 + 32) + 2 * 4;
-    const double cache = (6 + 7 + 2) * 8.0 * 2 * 2;  // rows 0..5 and 0..6 read, two rows written; K and V
+    const double tensors = 4.0 * (32 + 32) + 2 * 4 + 4 * 4;
+    const double cache = (6 + 7) * 8.0 * 2 * 2;  // rows 0..5 and 0..6 read, of K and of V; not the pool
     EXPECT_DOUBLE_EQ(graph::step_bytes(attention), tensors + cache);
 }
 

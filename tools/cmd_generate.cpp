@@ -100,12 +100,15 @@ void check_weights_are_finite(const graph::Model& model) {
 // -c beyond what this machine holds is refused here, by its size, before the allocation is tried.
 void check_context_fits(const graph::Model& model, int64_t n_ctx) {
     const graph::Plan plan = graph::make_plan(model.graph(), 1, n_ctx);
-    const int64_t bytes = plan.kv.bytes(), memory = graph::physical_memory_bytes();
-    if (memory > 0 && bytes > memory)
+    const int64_t bytes = plan.state_bytes, memory = graph::physical_memory_bytes();
+    if (memory > 0 && bytes > memory) {
+        const int64_t row = plan.tensors[size_t(plan.state_tensors.at(0))].desc.shape[1];
         throw std::runtime_error("-c " + std::to_string(n_ctx) + ": the KV cache would take " + std::to_string(bytes) +
-                                 " bytes (" + std::to_string(plan.kv.n_layer) + " layers x " + std::to_string(n_ctx) +
-                                 " positions x " + std::to_string(plan.kv.row) + " x 2 (k, v) x 2 bytes), more than " +
-                                 "this machine's " + std::to_string(memory) + " bytes of memory");
+                                 " bytes (" + std::to_string(plan.state_tensors.size() / 2) + " layers x " +
+                                 std::to_string(n_ctx) + " positions x " + std::to_string(row) +
+                                 " x 2 (k, v) x 2 bytes), more than " + "this machine's " + std::to_string(memory) +
+                                 " bytes of memory");
+    }
 }
 
 void note_context_full(const graph::Session& session) {
