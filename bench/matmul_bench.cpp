@@ -1,5 +1,6 @@
 // bench/matmul_bench.cpp — matmul at Llama shapes for every weight type, as decode (n_tokens 1,
-// bound by reading the weights) and as a prompt batch (n_tokens 32, bound by arithmetic).
+// bound by reading the weights) and as a prompt batch (n_tokens 32 and, for the types with a GEMM
+// path, 128: bound by arithmetic).
 //
 //   x (T, K) f32 · W (N, K)ᵀ f32|f16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|iq4_xs -> y (T, N) f32
 //
@@ -7,6 +8,8 @@
 //   scalar   the plain C++ path (the matmul with the type's scalar traits row, matmul_f32's Scalar path)
 //   simd_1t  the path the op table dispatches to, one thread
 //   simd_2t  the same split over weight rows by tbb::parallel_for on 2 threads
+//   pertoken_1t  for types whose dispatched path is a GEMM (Q8_0, Q4_0 at AVX2): the same traits row
+//            without it, one vec_dot per (token, row) as before the GEMM, one thread
 // Counters: W_bytes/s (weight bytes read per second: the figure to hold against the machine's read
 // bandwidth, bench/bandwidth_bench.cpp) and FLOP/s (2·T·N·K per call).
 // The weights never sit in cache between iterations: every iteration uses the next of as many
@@ -31,9 +34,12 @@
 namespace graphrun::bench {
 namespace {
 
-enum class Variant { Scalar, Simd1, Simd2 };
+enum class Variant { Scalar, Simd1, Simd2, PerToken1 };
 const char* variant_name(Variant v) {
-    return v == Variant::Scalar ? "scalar" : v == Variant::Simd1 ? "simd_1t" : "simd_2t";
+    return v == Variant::Scalar ? "scalar"
+           : v == Variant::Simd1 ? "simd_1t"
+           : v == Variant::Simd2 ? "simd_2t"
+                                 : "pertoken_1t";
 }
 
 // Uniform [-1, 1) from a 64-bit xorshift: filling a GiB of weights with mt19937 would dominate the run.
@@ -87,8 +93,9 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
     const WeightPool& pool = weight_pool(type, n, k);
     const bool quantized = type != DType::F32 && type != DType::F16;
     // The quantized types run the one traits-driven matmul; "scalar" gives it the scalar traits row.
-    const ops::QuantTraits& traits =
+    ops::QuantTraits traits =
         *ops::quant_traits_at(type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
+    if (variant == Variant::PerToken1) traits.gemm = nullptr;
     const ops::QuantTraits& act_traits = *ops::quant_traits_at(
         traits.vec_dot_type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
     std::vector<float> x(static_cast<size_t>(n_tokens * k)), y(static_cast<size_t>(n_tokens * n));
@@ -133,8 +140,9 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
     state.counters["FLOP/s"] =
         benchmark::Counter(2.0 * double(n_tokens * n * k) * iters, benchmark::Counter::kIsRate);
     const std::string path = variant == Variant::Scalar ? "scalar"
-                             : quantized                ? ops::simd_level_name(ops::active_simd_level())
-                                                        : ops::simd_level_name(f32_path);
+                             : quantized ? std::string(ops::simd_level_name(ops::active_simd_level())) +
+                                               (traits.gemm ? "+gemm" : "")
+                                         : ops::simd_level_name(f32_path);
     state.SetLabel(path + " x" + std::to_string(variant == Variant::Simd2 ? 2 : 1) + ", " +
                    std::to_string(pool.copies) + " weight copies");
 }
@@ -146,9 +154,14 @@ const int registered = [] {
         {2048, 2048}, {5632, 2048}, {2048, 5632}, {4096, 4096}, {32000, 2048}};
     for (DType type : {DType::Q4_0, DType::Q8_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
                        DType::Q6_K, DType::IQ4_XS, DType::F16, DType::F32})
-        for (auto [n, k] : shapes)
-            for (int64_t t : {1, 32})
-                for (Variant v : {Variant::Scalar, Variant::Simd1, Variant::Simd2}) {
+        for (auto [n, k] : shapes) {
+            const bool gemm = ops::quant_traits(type) && ops::quant_traits(type)->gemm;
+            std::vector<int64_t> token_counts = {1, 32};
+            std::vector<Variant> variants = {Variant::Scalar, Variant::Simd1, Variant::Simd2};
+            if (gemm) token_counts.push_back(128), variants.push_back(Variant::PerToken1);
+            for (int64_t t : token_counts)
+                for (Variant v : variants) {
+                    if (t > 32 && v == Variant::Scalar) continue;  // seconds per call: scalar is shown at T32
                     const std::string name = std::string("matmul/") + dtype_name(type) + "/" +
                                              std::to_string(n) + "x" + std::to_string(k) + "/T" +
                                              std::to_string(t) + "/" + variant_name(v);
@@ -157,6 +170,7 @@ const int registered = [] {
                         ->MinTime(0.1)
                         ->Unit(benchmark::kMillisecond);
                 }
+        }
     return 0;
 }();
 

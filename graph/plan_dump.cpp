@@ -47,10 +47,11 @@ std::string join(const std::vector<std::string>& names) {
     return out.empty() ? "-" : out;
 }
 
-// "rmsnorm/avx2", or the plain name for kernels without instruction-set paths.
+// "rmsnorm/avx2", "matmul_q4/avx2+gemm", or the plain name for kernels without instruction-set paths.
 std::string kernel_label(const ops::OpDef& op) {
     std::string label = op.name;
     if (op.simd_path) label += std::string("/") + ops::simd_level_name(op.simd_path());
+    if (const char* variant = op.path_variant ? op.path_variant() : nullptr) label += std::string("+") + variant;
     return label;
 }
 
@@ -86,13 +87,13 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
     out += "\nkernels run at: " + std::string(ops::simd_level_name(ops::active_simd_level())) +
            " (this CPU: " + ops::simd_level_name(ops::cpu_simd_level()) +
            "; GRAPHRUN_SIMD=scalar|avx2 caps it)\n";
-    out += "\n" + pad("step", 6) + pad("kernel", 18) + pad("output", 22) + pad("dtype (shape)", 20) +
+    out += "\n" + pad("step", 6) + pad("kernel", 22) + pad("output", 22) + pad("dtype (shape)", 20) +
            pad("offset", 10) + pad("bytes", 11) + "inputs\n";
     for (size_t s = 0; s < plan.steps.size(); ++s) {
         const PlanStep& step = plan.steps[s];
         const PlanTensor& o = plan.tensors[step.output];
         const bool state = o.kind == PlanTensor::Kind::State;
-        std::string line = pad(std::to_string(s), 6) + pad(kernel_label(*step.op), 18) + pad(o.name, 22) +
+        std::string line = pad(std::to_string(s), 6) + pad(kernel_label(*step.op), 22) + pad(o.name, 22) +
                            pad(o.desc.str(), 20) + pad(state ? "state" : std::to_string(o.offset), 10) +
                            pad(state ? "-" : with_commas(o.bytes), 11);
         for (size_t i = 0; i < step.inputs.size(); ++i) {
@@ -161,6 +162,7 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
                   {"inputs", inputs}};
         if (step.scratch >= 0) j["scratch"] = tensor_json(step.scratch);
         if (step.op->simd_path) j["simd"] = ops::simd_level_name(step.op->simd_path());
+        if (const char* variant = step.op->path_variant ? step.op->path_variant() : nullptr) j["path"] = variant;
         const GraphNode& node = graph.nodes[step.node];
         Json attributes = Json::object();
         for (const ops::AttrDecl& decl : step.op->attrs)

@@ -8,12 +8,13 @@
 // prepare (work units: tokens) quantizes x into xq; run (work units: weight rows n, i.e. output
 // columns) computes y[t, n] = vec_dot(W[n], xq[t]). Decode is bound by reading W, so every weight
 // row is streamed from memory once per call: rows go in tiles small enough to stay in L2 while
-// all tokens pass over them.
+// all tokens pass over them. A traits row with a gemm (Q8_0, Q4_0 at the AVX2 level) runs every
+// call through it: tiles of rows × tokens, so each weight block is unpacked once for several tokens.
 //
 // Invariant (other work builds on it): y[t, n] is the same bits whatever n_tokens is and however the
 // rows are split into ranges. Each output is one vec_dot call, or for types with a four-row kernel,
 // one vec_dot4 call on the aligned group of four rows holding n; which of the two depends on n and N
-// only, never on the range.
+// only, never on the range. A gemm computes each output in vec_dot's order wherever its tiles fall.
 #include "ops/matmul_quant.h"
 
 #include <algorithm>
@@ -67,6 +68,18 @@ void run_rows(const KernelArgs& a, int64_t begin, int64_t end, const QuantTraits
     const auto* wq = static_cast<const uint8_t*>(w.data);
     const auto* xq = static_cast<const uint8_t*>(a.scratch);
     float* y = a.out.as<float>();
+    if (tr.gemm) {
+        tr.gemm({.k = k,
+                 .n_tokens = n_tokens,
+                 .w = wq,
+                 .w_row_bytes = w_row,
+                 .xq = xq,
+                 .xq_row_bytes = xq_row,
+                 .y = y,
+                 .y_stride = n_out},
+                begin, end);
+        return;
+    }
     for (int64_t n0 = begin; n0 < end; n0 += kRowTile) {
         const int64_t n1 = std::min(end, n0 + kRowTile);
         for (int64_t t = 0; t < n_tokens; ++t)
@@ -213,6 +226,7 @@ SimdLevel best_level_of(DType type) {
 SimdLevel path_up_to_avx512() { return simd_level_capped(SimdLevel::Avx512); }
 SimdLevel path_up_to_avx2() { return simd_level_capped(SimdLevel::Avx2); }
 SimdLevel path_scalar() { return SimdLevel::Scalar; }
+const char* gemm_when_active() { return quant_traits(DType::Q4_0)->gemm ? "gemm" : nullptr; }
 
 }  // namespace
 
@@ -239,6 +253,7 @@ std::span<const OpDef> matmul_quant_rows() {
                 .simd_path = best == SimdLevel::Avx512 ? path_up_to_avx512
                              : best == SimdLevel::Avx2 ? path_up_to_avx2
                                                        : path_scalar,
+                .path_variant = quant_traits_at(t.type, SimdLevel::Avx2)->gemm ? gemm_when_active : nullptr,
             });
         }
         return out;

@@ -165,6 +165,8 @@ struct OpDef {
     double (*flops)(const KernelArgs& args) = nullptr;           // for benchmarks and the plan dump
     SimdLevel (*simd_path)() =
         nullptr;  // the instruction-set path `run` takes on this CPU; nullptr: plain C++
+    // The shape of that path when a kernel has several ("gemm": tiles of rows × tokens), else nullptr.
+    const char* (*path_variant)() = nullptr;
 
     const char* op_name() const { return graph_op ? graph_op : name; }
 };

@@ -23,8 +23,8 @@ using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* act_ro
 // Four weight rows, w_stride bytes apart, · one activation row -> out[0..3].
 using VecDot4Fn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* x, float* out);
 
-// A tiled matmul over weight rows [row_begin, row_end) and every token, for prompt batches: the
-// slot a faster kernel fills (nullptr for every type today). W is in the layout `repack` made (or
+// A tiled matmul over weight rows [row_begin, row_end) and every token: each weight block loaded
+// serves several tokens (prompts, batched decode). Q8_0 and Q4_0 have one at the AVX2 level. W is in the layout `repack` made (or
 // as stored when repack is nullptr); xq holds n_tokens activation rows of xq_row_bytes.
 struct GemmArgs {
     int64_t k, n_tokens;
@@ -52,7 +52,7 @@ struct QuantTraits {
     // row index and the matrix shape but never on n_tokens or the range being run.
     VecDot4Fn
         vec_dot4;     // four rows at once (AVX-512 Q8_0 / Q4_0); used for rows in whole aligned groups of 4
-    GemmFn gemm;      // prompt batches; must give vec_dot's bits for every output
+    GemmFn gemm;      // every call when set (any n_tokens); must give vec_dot's bits for every output
     RepackFn repack;  // weights re-laid at load for gemm
 };
 

@@ -1,6 +1,6 @@
-// ops/quant_avx2.cpp — AVX2 + FMA + F16C paths for the 32-weight block dot products (Q8_0, Q4_0,
-// Q5_0, IQ4_NL against Q8_0; Q4_1, Q5_1 against Q8_1) and row conversions. (The super-block types are in
-// ops/quant_avx2_k.cpp.)
+// ops/quant_avx2.cpp — AVX2 + FMA + F16C paths for the 32-weight block dot products (Q5_0, IQ4_NL
+// against Q8_0; Q4_1, Q5_1 against Q8_1) and row conversions. (Q8_0 and Q4_0, whose matmul is a GEMM,
+// are in ops/quant_avx2_gemm.cpp; the super-block types in ops/quant_avx2_k.cpp.)
 //
 // Built without -march flags: each kernel carries __attribute__((target)), and the exported
 // functions are plain wrappers, so nothing here runs unless cpu_features().avx2 said it may.
@@ -27,29 +27,6 @@ using avx2_util::nibbles32;
 // loads), which leaves the shuffle port to the dot products; the product is the scalar path's.
 GR_AVX2 inline __m256 block_scale(const float* f16, uint16_t dw, uint16_t dx) {
     return _mm256_mul_ps(_mm256_broadcast_ss(f16 + dw), _mm256_broadcast_ss(f16 + dx));
-}
-
-// 32 signed bytes · 32 signed bytes -> 8 int32 partial sums (4 products each).
-// maddubs wants unsigned · signed, so move w's sign onto x: |w| · (x * sign(w)).
-// No int16 overflow: |w| <= 128 and |x| <= 127 (activations are quantized with amax -> 127),
-// so a pair is at most 2 * 128 * 127 = 32512.
-GR_AVX2 inline __m256 block_q8(const block_q8_0& w, const block_q8_0& x, const float* f16, __m256 acc) {
-    const __m256i wq = load32(w.qs);
-    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(load32(x.qs), wq));
-    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
-}
-
-// Q4_0 weights are nibble - 8, so w · x = nibble · x - 8 · x, both as maddubs (unsigned · signed):
-// the nibbles (0..15, in weight order by nibbles32) are already the unsigned operand.
-// int16 pair sums: |2 * 15 * 127 - 2 * 8 * (-127)| < 32767.
-GR_AVX2 inline __m256 block_q4(const block_q4_0& w, const block_q8_0& x, const float* f16, __m256 acc) {
-    const __m256i nibbles = nibbles32(w.qs);
-    const __m256i xq = load32(x.qs);
-    const __m256i pairs =
-        _mm256_sub_epi16(_mm256_maddubs_epi16(nibbles, xq), _mm256_maddubs_epi16(_mm256_set1_epi8(8), xq));
-    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
 }
 
 // The fifth bits of a Q5 block as bytes of 16 (or 0) in weight order: byte j takes bit j of qh.
@@ -146,14 +123,6 @@ GR_AVX2 inline float dot_rows_with_min(int64_t n, const WBlock* w, const block_q
     return hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3))) + mins;
 }
 
-GR_AVX2 float dot_q8_q8(int64_t n, const block_q8_0* w, const block_q8_0* x) {
-    return dot_rows<block_q8_0, block_q8>(n, w, x);
-}
-
-GR_AVX2 float dot_q4_q8(int64_t n, const block_q4_0* w, const block_q8_0* x) {
-    return dot_rows<block_q4_0, block_q4>(n, w, x);
-}
-
 GR_AVX2 float dot_q5_0_q8(int64_t n, const block_q5_0* w, const block_q8_0* x) {
     return dot_rows<block_q5_0, block_q5_0_dot>(n, w, x);
 }
@@ -226,12 +195,6 @@ GR_AVX2 void quantize_q8(const float* x, block_q8_0* y, int64_t n) {
 
 namespace avx2 {
 
-float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x) {
-    return dot_q8_q8(n, static_cast<const block_q8_0*>(w), static_cast<const block_q8_0*>(x));
-}
-float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x) {
-    return dot_q4_q8(n, static_cast<const block_q4_0*>(w), static_cast<const block_q8_0*>(x));
-}
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x) {
     return dot_q5_0_q8(n, static_cast<const block_q5_0*>(w), static_cast<const block_q8_0*>(x));
 }

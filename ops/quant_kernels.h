@@ -75,8 +75,11 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace scalar
 
 namespace avx2 {
+// Q8_0 and Q4_0 (ops/quant_avx2_gemm.cpp): the scalar path's bits exactly, one row or a whole tile.
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
+void gemm_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+void gemm_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* x);
 float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* x);
@@ -106,8 +109,8 @@ void vec_dot4_q4_0_q8_0(int64_t n, const void* w, int64_t w_stride, const void* 
 // nullptr where quant_traits(type) is.
 const QuantTraits* quant_traits_at(DType type, SimdLevel level);
 
-// The matmul op's row loop (ops/matmul_quant.cpp) with a given traits row, whose vec_dot / vec_dot4
-// it uses: same args, work units and scratch contract as the op's run. Tests and benchmarks run
+// The matmul op's row loop (ops/matmul_quant.cpp) with a given traits row, whose gemm (or, without
+// one, vec_dot / vec_dot4) it uses: same args, work units and scratch contract as the op's run. Tests and benchmarks run
 // the op's loop on each path this way.
 void matmul_quant_run_with(const KernelArgs& args, int64_t begin, int64_t end, const QuantTraits& traits);
 

@@ -61,6 +61,9 @@ struct TypeRow {
     PerLevel<VecDotFn> vec_dot{};
     const char* matmul_kernel = nullptr;
     PerLevel<VecDot4Fn> vec_dot4{};
+    // At the AVX2 level only: the AVX-512 level keeps its four-row VNNI kernels, whose bits a gemm
+    // there would have to give (none is written yet), so it does not fall back to this one.
+    GemmFn gemm_avx2 = nullptr;
 };
 
 // Weights are quantized with ggml's reference rounding at every level (a file must not depend on the
@@ -78,14 +81,16 @@ const TypeRow kRows[] = {
      .dequantize = {dequantize_as<block_q8_0, dequantize_row_q8_0>},
      .vec_dot = {scalar::vec_dot_q8_0_q8_0, avx2::vec_dot_q8_0_q8_0, avx512::vec_dot_q8_0_q8_0},
      .matmul_kernel = "matmul_q8",
-     .vec_dot4 = {.avx512 = avx512::vec_dot4_q8_0_q8_0}},
+     .vec_dot4 = {.avx512 = avx512::vec_dot4_q8_0_q8_0},
+     .gemm_avx2 = avx2::gemm_q8_0_q8_0},
     {.type = DType::Q4_0,
      .vec_dot_type = DType::Q8_0,
      .quantize = {quantize_as<block_q4_0, quantize_row_q4_0_ref>},
      .dequantize = {dequantize_as<block_q4_0, dequantize_row_q4_0>},
      .vec_dot = {scalar::vec_dot_q4_0_q8_0, avx2::vec_dot_q4_0_q8_0, avx512::vec_dot_q4_0_q8_0},
      .matmul_kernel = "matmul_q4",
-     .vec_dot4 = {.avx512 = avx512::vec_dot4_q4_0_q8_0}},
+     .vec_dot4 = {.avx512 = avx512::vec_dot4_q4_0_q8_0},
+     .gemm_avx2 = avx2::gemm_q4_0_q8_0},
     {.type = DType::Q4_1,
      .vec_dot_type = DType::Q8_1,
      .quantize = {quantize_as<block_q4_1, quantize_row_q4_1_ref>},
@@ -159,7 +164,7 @@ struct Table {
                        r.vec_dot.at(level),
                        r.matmul_kernel,
                        r.vec_dot4.at(level),
-                       nullptr,
+                       level == SimdLevel::Avx2 ? r.gemm_avx2 : nullptr,
                        nullptr};
             by_type[size_t(r.type)] = &rows[i];
         }

@@ -1,0 +1,216 @@
+// ops/quant_avx2_gemm.cpp — AVX2 GEMM for Q8_0 and Q4_0 weights against Q8_0 activations: a tile of
+// weight rows × tokens, so each weight block loaded and unpacked serves several tokens.
+//
+//   xq (n_tokens, K) Q8_0 · W (N, K)ᵀ Q8_0 / Q4_0 -> y (n_tokens, N) f32, rows [row_begin, row_end)
+//
+// Exactness (what batch invariance builds on): every output y[t, n] is computed in the scalar
+// vec_dot's order with its operations, whatever tile it falls in:
+//   sum = 0; for each block b in order: sum = sum + float(idot_b) * (d_w,b * d_x,b)
+// with idot_b the exact integer block dot, and a plain mul and add (no FMA), as scalar:: does. So a
+// token's row is the same bits for any n_tokens, tile boundary, row range or thread count, and equals
+// scalar::vec_dot (tests/matmul_gemm_test.cpp checks all of it).
+//
+// A micro-tile holds 8 (row, token) pairs per accumulator vector, one pair per float lane, in three
+// shapes: 2 rows × 4 tokens (prompts), 4 × 2 and 8 × 1 (decode, a batch's last tokens). The integer
+// block dots of 8 pairs are reduced together by one tree of horizontal adds into the 8 lanes; the
+// scales and the float sums are then one vector multiply and add for all 8.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "ops/quant_avx2_util.h"
+#include "ops/quant_kernels.h"
+
+namespace graphrun::ops {
+
+namespace {
+
+using avx2_util::load32;
+using avx2_util::nibbles32;
+
+constexpr int kLanes = 8;         // (row, token) pairs per accumulator
+constexpr int kTileRows = 8;      // rows of one micro-tile, every shape
+constexpr int64_t kRowTile = 16;  // rows whose weights stay in L1/L2 while every token passes over them
+
+// v[0..7] (8 int32 each) -> lane l = the sum of v[l]'s 8 lanes. Integer adds, exact in any order.
+GR_AVX2 inline __m256i reduce8(const __m256i v[kLanes]) {
+    const __m256i q0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i q1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    // q0 = [v0..v3 low halves | v0..v3 high halves], q1 likewise for v4..v7.
+    return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+// Per weight type: `Weight` is a block made ready for maddubs once per row, `Act` an activation block
+// made ready once per token; dot() is their exact block dot as 8 int32 partial sums.
+struct Q8Block {
+    using Block = block_q8_0;
+    struct Weight {
+        __m256i q, abs_q;
+    };
+    struct Act {
+        __m256i q;
+    };
+    GR_AVX2 static Weight weight(const block_q8_0& w) {
+        const __m256i q = load32(w.qs);
+        return {q, _mm256_sign_epi8(q, q)};
+    }
+    GR_AVX2 static Act act(const block_q8_0& x) { return {load32(x.qs)}; }
+    // |w| · (x with w's sign): unsigned · signed for maddubs; pairs <= 2 * 128 * 127 < 32767.
+    GR_AVX2 static __m256i dot(const Weight& w, const Act& x) {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(w.abs_q, _mm256_sign_epi8(x.q, w.q)),
+                                 _mm256_set1_epi16(1));
+    }
+};
+
+struct Q4Block {
+    using Block = block_q4_0;
+    struct Weight {
+        __m256i nibbles;
+    };
+    struct Act {
+        __m256i q, eight_x;  // eight_x: 8 * (x pair sums), the zero-point term, shared by every row
+    };
+    GR_AVX2 static Weight weight(const block_q4_0& w) { return {nibbles32(w.qs)}; }
+    GR_AVX2 static Act act(const block_q8_0& x) {
+        const __m256i q = load32(x.qs);
+        return {q, _mm256_maddubs_epi16(_mm256_set1_epi8(8), q)};
+    }
+    // (nibble - 8) · x = nibble · x - 8 · x; pair sums <= 2 * 15 * 127 and 2 * 8 * 127.
+    GR_AVX2 static __m256i dot(const Weight& w, const Act& x) {
+        return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.nibbles, x.q), x.eight_x),
+                                 _mm256_set1_epi16(1));
+    }
+};
+
+// The scale of lane l = pair (row l / T, token l % T): d_w[row] * d_x[token], broadcast from the fp16
+// table (exact conversions) in the lane pattern of the shape.
+template <int T>
+GR_AVX2 inline __m256 lane_pattern(const float* v) {
+    if constexpr (T == 4) return _mm256_setr_ps(v[0], v[1], v[2], v[3], v[0], v[1], v[2], v[3]);
+    if constexpr (T == 2) return _mm256_setr_ps(v[0], v[1], v[0], v[1], v[0], v[1], v[0], v[1]);
+    if constexpr (T == 1) return _mm256_set1_ps(v[0]);
+}
+template <int R>
+GR_AVX2 inline __m256 row_pattern(const float* v) {
+    if constexpr (R == 2) return _mm256_setr_ps(v[0], v[0], v[0], v[0], v[1], v[1], v[1], v[1]);
+    if constexpr (R == 4) return _mm256_setr_ps(v[0], v[0], v[1], v[1], v[2], v[2], v[3], v[3]);
+    if constexpr (R == 8) return _mm256_setr_ps(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+}
+
+// One micro-tile: kTileRows weight rows (G groups of R rows) × T tokens over all K, each accumulator
+// lane in the scalar order. Rows past the range repeat a valid row (computed, not stored).
+template <typename B, int T>
+GR_AVX2 void micro_tile(const GemmArgs& a, const uint8_t* const rows[kTileRows], int n_rows, int64_t t0,
+                        int64_t row0) {
+    constexpr int R = kLanes / T, G = kTileRows / R;
+    const float* f16 = fp16_to_f32_table();
+    const int64_t nb = a.k / kQK;
+    const typename B::Block* w[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) w[r] = reinterpret_cast<const typename B::Block*>(rows[r]);
+    const block_q8_0* x[T];
+    for (int t = 0; t < T; ++t)
+        x[t] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) +
+                                                   (t0 + t) * a.xq_row_bytes);
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        typename B::Act xa[T];
+        float dx[T];
+        for (int t = 0; t < T; ++t) {
+            xa[t] = B::act(x[t][b]);
+            dx[t] = f16[x[t][b].d];
+        }
+        const __m256 dx_lanes = lane_pattern<T>(dx);
+        for (int g = 0; g < G; ++g) {
+            __m256i sums[kLanes];
+            float dw[R];
+            for (int r = 0; r < R; ++r) {
+                const typename B::Block& wb = w[g * R + r][b];
+                dw[r] = f16[wb.d];
+                const typename B::Weight wr = B::weight(wb);
+                for (int t = 0; t < T; ++t) sums[r * T + t] = B::dot(wr, xa[t]);
+            }
+            const __m256 scale = _mm256_mul_ps(row_pattern<R>(dw), dx_lanes);
+            acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8(sums)), scale));
+        }
+    }
+    alignas(32) float out[kTileRows * T];
+    for (int g = 0; g < G; ++g) _mm256_store_ps(out + g * kLanes, acc[g]);
+    for (int r = 0; r < n_rows; ++r)
+        for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.y_stride + row0 + r] = out[r * T + t];
+}
+
+template <typename B>
+GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
+    const auto* w = static_cast<const uint8_t*>(a.w);
+    for (int64_t n0 = row_begin; n0 < row_end; n0 += kRowTile) {
+        const int64_t n1 = std::min(row_end, n0 + kRowTile);
+        for (int64_t t0 = 0; t0 < a.n_tokens;) {
+            const int64_t left = a.n_tokens - t0;
+            for (int64_t r0 = n0; r0 < n1; r0 += kTileRows) {
+                const int n_rows = int(std::min<int64_t>(kTileRows, n1 - r0));
+                const uint8_t* rows[kTileRows];
+                for (int r = 0; r < kTileRows; ++r)
+                    rows[r] = w + (r0 + std::min(r, n_rows - 1)) * a.w_row_bytes;
+                if (left >= 4)
+                    micro_tile<B, 4>(a, rows, n_rows, t0, r0);
+                else if (left >= 2)
+                    micro_tile<B, 2>(a, rows, n_rows, t0, r0);
+                else
+                    micro_tile<B, 1>(a, rows, n_rows, t0, r0);
+            }
+            t0 += left >= 4 ? 4 : left >= 2 ? 2 : 1;
+        }
+    }
+}
+
+// One row · one token in the same order: 8 blocks' integer dots reduced at once, then the float
+// sum block by block.
+template <typename B>
+GR_AVX2 float dot_in_scalar_order(int64_t n, const typename B::Block* w, const block_q8_0* x) {
+    const float* f16 = fp16_to_f32_table();
+    const int64_t nb = n / kQK;
+    float sum = 0.0f;
+    int64_t b = 0;
+    for (; b + kLanes <= nb; b += kLanes) {
+        __m256i sums[kLanes];
+        float dw[kLanes], dx[kLanes];
+        for (int i = 0; i < kLanes; ++i) {
+            sums[i] = B::dot(B::weight(w[b + i]), B::act(x[b + i]));
+            dw[i] = f16[w[b + i].d];
+            dx[i] = f16[x[b + i].d];
+        }
+        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(dw), _mm256_loadu_ps(dx));
+        alignas(32) float prod[kLanes];
+        _mm256_store_ps(prod, _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8(sums)), scale));
+        for (float p : prod) sum += p;
+    }
+    for (; b < nb; ++b) {
+        const int32_t dot = avx2_util::hsum_i32(B::dot(B::weight(w[b]), B::act(x[b])));
+        sum += float(dot) * (f16[w[b].d] * f16[x[b].d]);
+    }
+    return sum;
+}
+
+}  // namespace
+
+namespace avx2 {
+
+void gemm_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
+    gemm<Q8Block>(args, row_begin, row_end);
+}
+void gemm_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
+    gemm<Q4Block>(args, row_begin, row_end);
+}
+float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x) {
+    return dot_in_scalar_order<Q8Block>(n, static_cast<const block_q8_0*>(w),
+                                        static_cast<const block_q8_0*>(x));
+}
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x) {
+    return dot_in_scalar_order<Q4Block>(n, static_cast<const block_q4_0*>(w),
+                                        static_cast<const block_q8_0*>(x));
+}
+
+}  // namespace avx2
+
+}  // namespace graphrun::ops
