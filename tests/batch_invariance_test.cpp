@@ -274,6 +274,27 @@ TEST_P(BatchInvariance, ForkedSequencesShareBlocksAndCopyOnWrite) {
     }
 }
 
+TEST_P(BatchInvariance, TruncatingAndGoingOnEqualsTheShorterSequenceGoingOn) {
+    // A sequence rewound into a registered block (the block is copied before it is written) and
+    // continued with other tokens gives the bits of a fresh sequence of those tokens.
+    Engine engine(model_, {.n_ctx = 128, .n_seq = 2, .max_batch = 64});
+    const std::vector<int32_t>& prompt = plans_[0].prompt;
+    const SeqId s = engine.add_sequence();
+    std::vector<BatchToken> batch;
+    for (int32_t t : prompt) batch.push_back({s, t, false});
+    engine.decode(batch);
+    engine.truncate(s, 20);
+    EXPECT_EQ(engine.length(s), 20);
+    EXPECT_EQ(engine.block_table(s).size(), 2u);
+    std::vector<int32_t> other(prompt.begin(), prompt.begin() + 20);
+    const std::vector<int32_t> tail = testing::random_tokens(6, 320, 77);
+    other.insert(other.end(), tail.begin(), tail.end());
+    batch.clear();
+    for (size_t i = 0; i < tail.size(); ++i) batch.push_back({s, tail[i], i + 1 == tail.size()});
+    EXPECT_TRUE(same_bits(engine.decode(batch), run_alone(model_, other, 0).logits[0]));
+    EXPECT_THROW(engine.truncate(s, 27), std::invalid_argument);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, BatchInvariance,
                          ::testing::Values(ModelCase{"f32", DType::F32}, ModelCase{"f16", DType::F16},
                                            ModelCase{"q8_0", DType::Q8_0}, ModelCase{"q4_0", DType::Q4_0}),

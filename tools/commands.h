@@ -16,5 +16,8 @@ void register_perplexity(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_version(CLI::App& app);  // --version
+void register_batched(CLI::App& app);        // many sequences from one prompt or a file of prompts
+void register_batch_bench(CLI::App& app);    // static versus continuous batching, measured
+void register_batched_bench(CLI::App& app);  // prompt and generation speed over N parallel sequences
 
 }  // namespace graphrun::tools

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
     graphrun::tools::register_quantize(app);
     graphrun::tools::register_tokenize(app);
     graphrun::tools::register_version(app);
+    graphrun::tools::register_batched(app);
+    graphrun::tools::register_batch_bench(app);
+    graphrun::tools::register_batched_bench(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
