@@ -20,20 +20,13 @@
 #include <vector>
 
 #include "ops/matmul_f32.h"
+#include "tests/quant_test_util.h"  // tensor_ref
 
 using namespace graphrun;
+using graphrun::ops::testing::tensor_ref;
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 namespace {
-
-TensorRef ref(DType type, int64_t rows, int64_t cols, void* data) {
-    TensorRef t;
-    t.dtype = type;
-    t.rank = 2;
-    t.shape = {rows, cols, 0, 0};
-    t.data = data;
-    return t;
-}
 
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -59,9 +52,9 @@ int main(int argc, char** argv) {
     KernelArgs args;
     args.n_in = 2;
     auto graphrun_matmul = [&](int64_t T, float* y) {
-        args.in[0] = ref(DType::F32, T, K, X.data());
-        args.in[1] = ref(DType::F32, N, K, W.data());
-        args.out = ref(DType::F32, T, N, y);
+        args.in[0] = tensor_ref(DType::F32, {T, K}, X.data());
+        args.in[1] = tensor_ref(DType::F32, {N, K}, W.data());
+        args.out = tensor_ref(DType::F32, {T, N}, y);
         ops::matmul_f32_run_path(ops::active_simd_level(), args, 0, N);
     };
     const RowMatrix eigen_t1 = X.topRows(1) * W.transpose(), eigen_t2 = X.topRows(2) * W.transpose();
