@@ -1,13 +1,21 @@
-// bench/op_bench_util.h — one op row's kernel over all its units, timed by Google Benchmark, with the
-// two counters every op benchmark reports: bytes/s (inputs read plus the output written) and FLOP/s from
-// the row's flops().
+// bench/op_bench_util.h — the one way op benchmarks time a kernel and report it: bytes/s (the bytes the
+// op must move: inputs read plus the output written, unless the benchmark says otherwise) and FLOP/s from
+// the row's flops(). The op walk (bench/op_walk_bench.cpp, op/<row>/...) and the hand-written per-op
+// benchmarks both report through report_op_counters.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
-#include "tests/op_test_util.h"
+#include "harness/op_call.h"
 
 namespace graphrun::testing {
+
+// The two counters, as rates over the benchmark's iterations.
+inline void report_op_counters(benchmark::State& state, double bytes_per_call, double flops_per_call) {
+    const double iters = double(state.iterations());
+    state.counters["bytes/s"] = benchmark::Counter(bytes_per_call * iters, benchmark::Counter::kIsRate);
+    state.counters["FLOP/s"] = benchmark::Counter(flops_per_call * iters, benchmark::Counter::kIsRate);
+}
 
 // Runs the op's kernel over all its units for the benchmark's iterations and sets both counters.
 inline void run_and_report(benchmark::State& state, const char* name, OpCall& call) {
@@ -20,9 +28,7 @@ inline void run_and_report(benchmark::State& state, const char* name, OpCall& ca
     }
     double bytes = double(call.out.bytes.size());
     for (const TestTensor& t : call.in) bytes += double(t.bytes.size());
-    const double iters = double(state.iterations());
-    state.counters["bytes/s"] = benchmark::Counter(bytes * iters, benchmark::Counter::kIsRate);
-    state.counters["FLOP/s"] = benchmark::Counter(op.flops(args) * iters, benchmark::Counter::kIsRate);
+    report_op_counters(state, bytes, op.flops(args));
 }
 
 }  // namespace graphrun::testing

@@ -5,11 +5,11 @@
 // Default runs are short (MinTime 0.05 s each); pass --benchmark_min_time=1 for steadier figures.
 #include <benchmark/benchmark.h>
 
+#include "bench/op_bench_util.h"
 #include "ops/attention.h"
 #include "ops/matmul_f32.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
-#include "tests/op_test_util.h"
 
 namespace graphrun::testing {
 namespace {
@@ -18,9 +18,7 @@ constexpr double kMinTime = 0.05;
 constexpr int kEmbd = 4096, kHeads = 32, kHeadDim = 128, kFf = 11008;
 
 void report(benchmark::State& state, const ops::OpDef& op, const KernelArgs& args, double bytes) {
-    const double iters = double(state.iterations());
-    state.counters["bytes/s"] = benchmark::Counter(bytes * iters, benchmark::Counter::kIsRate);
-    state.counters["FLOP/s"] = benchmark::Counter(op.flops(args) * iters, benchmark::Counter::kIsRate);
+    report_op_counters(state, bytes, op.flops(args));
 }
 
 void run_whole(const ops::OpDef& op, const KernelArgs& args) {

@@ -2,7 +2,10 @@
 #include "ops/cpu.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -12,6 +15,9 @@
 namespace graphrun::ops {
 
 namespace {
+
+std::atomic<int> forced_level{-1};  // a ForcedSimdLevel's level, -1 when none is alive
+
 #if defined(__x86_64__) || defined(__i386__)
 // CPUID leaf 1, ECX bit 29. (clang 14's __builtin_cpu_supports does not know "f16c"; the fuzz build uses clang.)
 bool cpu_has_f16c() {
@@ -67,7 +73,7 @@ SimdLevel cpu_simd_level() {
 }
 
 SimdLevel active_simd_level() {
-    static const SimdLevel level = [] {
+    static const SimdLevel configured = [] {
         SimdLevel best = cpu_simd_level();
         if (const char* cap = std::getenv("GRAPHRUN_SIMD")) {
             const std::string_view s = cap;
@@ -76,7 +82,19 @@ SimdLevel active_simd_level() {
         }
         return best;
     }();
-    return level;
+    const int forced = forced_level.load(std::memory_order_relaxed);
+    return forced < 0 ? configured : SimdLevel(forced);
+}
+
+ForcedSimdLevel::ForcedSimdLevel(SimdLevel level) {
+    if (!simd_level_available(level))
+        throw std::invalid_argument(std::string("ForcedSimdLevel: this CPU has no ") + simd_level_name(level) +
+                                    " path");
+    previous_ = forced_level.exchange(int(level));
+}
+
+ForcedSimdLevel::~ForcedSimdLevel() {
+    forced_level.store(previous_);
 }
 
 }  // namespace graphrun::ops

@@ -180,8 +180,7 @@ const QuantTraits* quant_traits_at(DType type, SimdLevel level) {
 }
 
 const QuantTraits* quant_traits(DType type) {
-    static const SimdLevel level = active_simd_level();
-    return quant_traits_at(type, level);
+    return quant_traits_at(type, active_simd_level());  // per call: a ForcedSimdLevel may change it
 }
 
 void dequantize_row(DType type, const void* row, float* y, int64_t n) {

@@ -1,4 +1,4 @@
-// tests/quant_test_util.h — random data, NMSE and small matmul fixtures shared by the quant tests.
+// tests/quant_test_util.h — random data and small matmul fixtures shared by the quant tests.
 #pragma once
 
 #include <cmath>
@@ -6,21 +6,15 @@
 #include <random>
 #include <vector>
 
+#include "harness/op_call.h"
 #include "ops/quant.h"
 #include "ops/quant_kernels.h"
 #include "runtime/kernel.h"
 
 namespace graphrun::ops::testing {
 
-// sum (a - b)^2 / sum b^2: the error relative to the reference `b`'s energy.
-inline double nmse(const std::vector<float>& a, const std::vector<float>& b) {
-    double err = 0, ref = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        err += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
-        ref += double(b[i]) * double(b[i]);
-    }
-    return ref > 0 ? err / ref : err;
-}
+// The one NMSE every op test and the op-table walk use (harness/op_call.h).
+using graphrun::testing::nmse;
 
 enum class Dist { Uniform, Normal, StudentT3, NormalOutliers };
 
