@@ -14,6 +14,7 @@ void register_inspect(CLI::App& app);
 void register_make_model(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_quantize(CLI::App& app);
+void register_serve(CLI::App& app);  // the HTTP server
 void register_tokenize(CLI::App& app);
 void register_version(CLI::App& app);  // --version
 void register_batched(CLI::App& app);        // many sequences from one prompt or a file of prompts

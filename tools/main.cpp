@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
     graphrun::tools::register_make_model(app);
     graphrun::tools::register_perplexity(app);
     graphrun::tools::register_quantize(app);
+    graphrun::tools::register_serve(app);
     graphrun::tools::register_tokenize(app);
     graphrun::tools::register_version(app);
     graphrun::tools::register_batched(app);

@@ -20,6 +20,13 @@ else
   echo "test: the llama.cpp reference (node-llama-cpp) could not be installed; parity tests will skip" >&2
 fi
 
+# The official openai npm client for the end-to-end server test, which skips (and says so) without it.
+if openai_dir="$(bash "$root/tools/openai-setup.sh" "$build/openai")"; then
+  export GRAPHRUN_OPENAI_DIR="$openai_dir"
+else
+  echo "test: the openai npm client could not be installed; the ServerOpenAiClient test will skip" >&2
+fi
+
 echo "== tests (Release, -Werror) =="
 (cd "$build" && ctest --output-on-failure -j"$jobs")
 

@@ -1,0 +1,47 @@
+// server/api_request.h — the body of POST /v1/completions and /v1/chat/completions, checked.
+//
+// Fields as OpenAI (and llama-server, for top_k, min_p, repeat_penalty) define them. A field that
+// is absent or null takes its default; unknown fields are ignored; a known field of the wrong type
+// or out of its range is an ApiError 400 whose message names the field, what it must be and what
+// it was. Sampling defaults are llama.cpp's (runtime/text/sampler.h), as llama-server's are.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "runtime/text/chat_template.h"
+#include "runtime/text/sampler.h"
+
+namespace graphrun::server {
+
+inline constexpr size_t kMaxStopStrings = 4;
+inline constexpr int kMaxTopLogprobs = 20;  // chat; completions' integer `logprobs` goes to 5
+
+struct CompletionRequest {
+    bool chat = false;
+    std::string model;
+    // Completions: the prompt as text, or as token ids (an array of integers).
+    std::string prompt;
+    std::vector<int32_t> prompt_ids;
+    bool prompt_is_ids = false;
+    std::vector<ChatMessage> messages;  // chat
+    int64_t max_tokens = -1;            // -1: until a stop or the end of the context
+    SamplerParams sampling{};
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    bool logprobs = false;
+    int top_logprobs = 0;  // alternatives per token
+};
+
+// Parses the text of a request body (malformed JSON is a 400 naming the byte) and checks it.
+CompletionRequest parse_completion_request(const std::string& body, bool chat);
+CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat);
+
+// The body as a JSON object, or ApiError 400 (malformed JSON at byte N, or not an object).
+nlohmann::json parse_json_object(const std::string& body);
+
+}  // namespace graphrun::server

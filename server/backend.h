@@ -1,0 +1,79 @@
+// server/backend.h — what the HTTP server runs requests on: token ids in, sampled tokens out.
+//
+//   uint64_t id = backend.submit({.prompt = ids, .max_tokens = 64, .stop_ids = eog},
+//                                [](const JobEvent& e) { ... });   // from any thread
+//   backend.cancel(id);                                             // a client went away
+//
+// The server needs no more of an engine than this, so its HTTP layer is tested the same way on any
+// backend. The one `graphrun serve` runs is the continuous scheduler (server/scheduler_backend.h):
+// up to --parallel sequences share every forward pass, beyond them a bounded queue waits.
+// Callbacks run on the backend's own thread, between forward passes: they must be short.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "runtime/text/sampler.h"
+
+namespace graphrun::server {
+
+enum class Finish {
+    None,       // still running
+    Stop,       // sampled a stop id
+    Length,     // max_tokens generated, or the context is full
+    Cancelled,  // cancel() was called
+};
+
+struct Job {
+    std::vector<int32_t> prompt{};    // token ids, BOS included when the model wants one
+    SamplerParams sampling{};         // temperature 0: greedy
+    int64_t max_tokens = 16;          // >= 1
+    std::vector<int32_t> stop_ids{};  // generation ends when one is sampled (the event carries it)
+};
+
+struct JobEvent {
+    int32_t token = -1;               // the sampled token; -1 on a last event without one
+    std::span<const float> logits{};  // the row it was sampled from (n_vocab), valid during the call
+    Finish finish = Finish::None;     // set on the job's last event
+};
+using JobCallback = std::function<void(const JobEvent&)>;
+
+// submit() refuses a job that can never run; the message names the field (an HTTP 400).
+class JobRefused : public std::invalid_argument {
+  public:
+    using std::invalid_argument::invalid_argument;
+};
+// submit() refuses a job because every sequence is busy and the queue is full (an HTTP 503).
+class BackendBusy : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct BackendMetrics {
+    int64_t queued = 0;  // waiting for a sequence
+    int64_t active = 0;  // holding a sequence
+    int64_t kv_blocks_total = 0;
+    int64_t kv_blocks_in_use = 0;
+    int64_t steps = 0;          // forward passes run
+    double occupancy_last = 0;  // sequences in the last pass / parallel
+    double occupancy_mean = 0;
+};
+
+class Backend {
+  public:
+    virtual ~Backend() = default;
+    // Throws JobRefused or BackendBusy; otherwise `on_event` sees every token and then a last event.
+    virtual uint64_t submit(Job job, JobCallback on_event) = 0;
+    // Ends a job before its next forward pass (its callback gets Finish::Cancelled); false when the
+    // id is no longer known.
+    virtual bool cancel(uint64_t id) = 0;
+    virtual BackendMetrics metrics() const = 0;
+    virtual int64_t n_ctx() const = 0;     // positions per sequence
+    virtual int64_t parallel() const = 0;  // sequences at once
+    virtual int64_t max_queue() const = 0;
+};
+
+}  // namespace graphrun::server

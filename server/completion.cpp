@@ -1,0 +1,172 @@
+// server/completion.cpp — see completion.h.
+#include "server/completion.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "server/api_error.h"
+
+namespace graphrun::server {
+
+void JobRegistry::add(uint64_t id) {
+    std::lock_guard lock(mutex_);
+    ids_.insert(id);
+}
+
+void JobRegistry::remove(uint64_t id) {
+    std::lock_guard lock(mutex_);
+    ids_.erase(id);
+}
+
+void JobRegistry::cancel_all(Backend& backend) {
+    std::lock_guard lock(mutex_);
+    for (const uint64_t id : ids_) backend.cancel(id);
+}
+
+namespace {
+
+// log softmax of the row at `token`, and the `top` most likely tokens (ties: lower id first).
+TokenLogprob logprob_of(std::span<const float> logits, int32_t token, int top) {
+    const float max = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (const float x : logits) sum += std::exp(double(x) - max);
+    const float log_norm = max + float(std::log(sum));
+    TokenLogprob out{token, logits[size_t(token)] - log_norm, {}};
+    if (top > 0) {
+        std::vector<int32_t> ids(logits.size());
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+        const size_t n = std::min(size_t(top), ids.size());
+        std::partial_sort(ids.begin(), ids.begin() + long(n), ids.end(), [&](int32_t a, int32_t b) {
+            return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
+        });
+        for (size_t i = 0; i < n; ++i) out.top.emplace_back(ids[i], logits[size_t(ids[i])] - log_norm);
+    }
+    return out;
+}
+
+std::vector<int32_t> prompt_ids(const ModelInfo& info, const CompletionRequest& r) {
+    const Tokenizer& tok = info.tokenizer;
+    if (r.chat) {
+        const std::string text = info.chat_template.apply(r.messages, /*add_generation_prompt=*/true);
+        return tok.encode(text, tok.add_bos(), /*parse_special=*/true);
+    }
+    if (!r.prompt_is_ids) return tok.encode(r.prompt, tok.add_bos());
+    for (size_t i = 0; i < r.prompt_ids.size(); ++i)
+        if (r.prompt_ids[i] >= info.n_vocab)
+            throw ApiError(400, "invalid_value",
+                           "'prompt[" + std::to_string(i) + "]' is token " + std::to_string(r.prompt_ids[i]) +
+                               ", outside the vocabulary of " + std::to_string(info.n_vocab));
+    return r.prompt_ids;
+}
+
+}  // namespace
+
+CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetrics& metrics, JobRegistry& jobs,
+                             CompletionRequest request)
+    : info_(info),
+      backend_(backend),
+      metrics_(metrics),
+      jobs_(jobs),
+      request_(std::move(request)),
+      arrival_(std::chrono::steady_clock::now()) {
+    prompt_ = prompt_ids(info, request_);
+    const int64_t n_ctx = backend.n_ctx();
+    if (prompt_.empty()) throw ApiError(400, "invalid_value", "'prompt' is empty");
+    if (int64_t(prompt_.size()) >= n_ctx)
+        throw ApiError(400, "context_length_exceeded",
+                       "the prompt is " + std::to_string(prompt_.size()) + " tokens long; the context holds " +
+                           std::to_string(n_ctx) + " (--ctx-size), with room for at least one generated token");
+
+    const ChatTemplate* chat = request_.chat ? &info.chat_template : nullptr;
+    text_.emplace(info.tokenizer, chat, request_.stop);
+    Job job;
+    job.prompt = prompt_;
+    job.sampling = request_.sampling;
+    job.max_tokens = request_.max_tokens > 0 ? request_.max_tokens : n_ctx - int64_t(prompt_.size());
+    if (!chat) {
+        const auto eog = info.tokenizer.end_of_generation();
+        job.stop_ids.assign(eog.begin(), eog.end());
+    } else if (!chat->reply_must_say_something()) {
+        job.stop_ids = ChatReplyStream(info.tokenizer, *chat).end_tokens();
+    }  // plain: the end of turn is a newline, which only ends a reply that said something (ReplyText)
+
+    const bool want = request_.logprobs;
+    const int top = request_.top_logprobs;
+    auto on_event = [channel = channel_, want, top](const JobEvent& e) {
+        Event ev{e.token, e.finish, std::chrono::steady_clock::now(), {}};
+        if (want && e.token >= 0 && !e.logits.empty()) ev.logprob = logprob_of(e.logits, e.token, top);
+        {
+            std::lock_guard lock(channel->mutex);
+            channel->events.push_back(std::move(ev));
+        }
+        channel->ready.notify_all();
+    };
+    try {
+        job_ = backend.submit(std::move(job), std::move(on_event));
+    } catch (const BackendBusy& e) {
+        throw ApiError(503, "server_busy",
+                       std::string("every sequence is busy and the queue is full (") + e.what() +
+                           "); retry after a moment");
+    } catch (const JobRefused& e) {
+        throw ApiError(400, "invalid_value", e.what());
+    } catch (const std::invalid_argument& e) {  // sampler_validate
+        throw ApiError(400, "invalid_value", e.what());
+    }
+    jobs_.add(job_);
+}
+
+CompletionRun::~CompletionRun() {
+    if (!finished_ && job_) {
+        backend_.cancel(job_);
+        jobs_.remove(job_);
+    }
+}
+
+void CompletionRun::cancel() {
+    if (!finished_) backend_.cancel(job_);
+}
+
+std::optional<CompletionRun::Piece> CompletionRun::next(std::chrono::milliseconds wait) {
+    std::deque<Event> events;
+    {
+        std::unique_lock lock(channel_->mutex);
+        if (!channel_->ready.wait_for(lock, wait, [&] { return !channel_->events.empty(); })) return std::nullopt;
+        events.swap(channel_->events);
+    }
+    Piece piece;
+    for (Event& ev : events) {
+        if (finished_) break;
+        if (ev.token >= 0 && !text_done_) {
+            ++completion_tokens_;
+            if (completion_tokens_ == 1)
+                metrics_.observe_first_token(std::chrono::duration<double>(ev.at - arrival_).count());
+            else
+                metrics_.observe_token(std::chrono::duration<double>(ev.at - last_token_).count());
+            last_token_ = ev.at;
+            if (request_.logprobs) piece.logprobs.push_back(ev.logprob);
+            if (ev.finish != Finish::Stop) {  // a stop id is not part of the text
+                ReplyText::Step step = text_->push(ev.token);
+                piece.text += step.text;
+                if (step.done) {
+                    text_done_ = true;
+                    finish_reason_ = "stop";
+                    backend_.cancel(job_);  // its sequence is free before the next forward pass
+                }
+            }
+        }
+        if (ev.finish == Finish::None) continue;
+        finished_ = true;
+        jobs_.remove(job_);
+        metrics_.count_tokens(prompt_tokens(), completion_tokens_);
+        if (!text_done_) {
+            piece.text += text_->finish();
+            // Cancelled from outside (a drain's deadline): the answer was cut off, as by a length limit.
+            finish_reason_ = ev.finish == Finish::Stop ? "stop" : "length";
+        }
+        piece.last = true;
+        piece.finish_reason = finish_reason_;
+    }
+    return piece;
+}
+
+}  // namespace graphrun::server

@@ -1,0 +1,154 @@
+// server/http_server.cpp — see http_server.h. The routes that answer at once live here; the two
+// completion endpoints are in completion_routes.cpp.
+#include "server/http_server.h"
+
+#include <atomic>
+#include <ctime>
+#include <stdexcept>
+#include <thread>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/api_request.h"
+#include "server/api_response.h"
+#include "server/routes.h"
+
+namespace graphrun::server {
+
+using nlohmann::json;
+
+namespace {
+
+// The label /metrics counts a request under: its route, or "unknown" (so the label set stays small).
+std::string endpoint_label(const std::string& path) {
+    static const char* known[] = {"/v1/completions", "/v1/chat/completions", "/completions", "/chat/completions",
+                                  "/v1/models",      "/health",              "/metrics",     "/tokenize",
+                                  "/detokenize",     "/plan",                "/"};
+    for (const char* k : known)
+        if (path == k) return k;
+    return "unknown";
+}
+
+bool authorized(const httplib::Request& req, const std::string& key) {
+    const std::string header = req.get_header_value("Authorization");
+    return header == "Bearer " + key;
+}
+
+}  // namespace
+
+struct HttpServer::State {
+    ServerContext ctx;
+    ServerOptions options;
+    httplib::Server http;
+    int bound_port = -1;
+};
+
+void send_error(httplib::Response& res, const ApiError& e, int retry_after_seconds) {
+    res.status = e.status();
+    if (e.status() == 503) res.set_header("Retry-After", std::to_string(retry_after_seconds));
+    res.set_content(api_error_body(e), "application/json");
+}
+
+HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
+    : state_(new State{ServerContext{std::move(info), backend}, std::move(options), {}, -1}) {
+    State& s = *state_;
+    ServerContext& ctx = s.ctx;
+    ctx.retry_after_seconds = s.options.retry_after_seconds;
+    httplib::Server& http = s.http;
+
+    // Enough threads for every sequence and queued request to hold a connection, and more, so that
+    // /health, /metrics and "busy" answers never wait behind a completion.
+    const size_t threads = size_t(backend.parallel() + backend.max_queue()) + 8;
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http.set_payload_max_length(s.options.max_body_bytes);
+    http.set_keep_alive_timeout(5);
+
+    const std::string key = s.options.api_key;
+    http.set_pre_routing_handler([&ctx, key](const httplib::Request& req, httplib::Response& res) {
+        // The page itself is static and holds nothing; every API call it makes sends the key.
+        if (key.empty() || req.path == "/health" || (req.path == "/" && req.method == "GET"))
+            return httplib::Server::HandlerResponse::Unhandled;
+        if (authorized(req, key)) return httplib::Server::HandlerResponse::Unhandled;
+        const bool missing = req.get_header_value("Authorization").empty();
+        send_error(res,
+                   ApiError(401, "invalid_api_key",
+                            missing ? "this server needs an API key: send 'Authorization: Bearer KEY'"
+                                    : "the API key in the Authorization header is not this server's"),
+                   ctx.retry_after_seconds);
+        return httplib::Server::HandlerResponse::Handled;
+    });
+
+    // Answers httplib gives itself (no route, body too large, unreadable request) in OpenAI's shape.
+    const size_t limit = s.options.max_body_bytes;
+    http.set_error_handler([limit](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return;  // a handler's own error answer
+        std::string code = "invalid_request", message = "the request could not be read";
+        if (res.status == 404) {
+            code = "not_found";
+            message = "no route " + req.method + " " + req.path +
+                      " (POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize; "
+                      "GET /v1/models, /health, /metrics, /plan, /)";
+        } else if (res.status == 413) {
+            code = "body_too_large";
+            message = "the request body is larger than this server's limit of " + std::to_string(limit) + " bytes";
+        }
+        res.set_content(api_error_body(res.status, code, message), "application/json");
+    });
+    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown error";
+        try {
+            std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+            what = e.what();
+        } catch (...) {
+        }
+        res.status = 500;
+        res.set_content(api_error_body(500, "internal_error", what), "application/json");
+    });
+    http.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+        ctx.metrics.count_request(endpoint_label(req.path), res.status);
+    });
+
+    add_info_routes(http, ctx);
+    add_completion_routes(http, ctx);
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+int HttpServer::bind() {
+    State& s = *state_;
+    s.bound_port = s.options.port == 0 ? s.http.bind_to_any_port(s.options.host)
+                                       : (s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
+    if (s.bound_port < 0)
+        throw std::runtime_error("[serve] cannot listen on " + s.options.host + ":" + std::to_string(s.options.port) +
+                                 " (in use, or not an address of this machine)");
+    return s.bound_port;
+}
+
+void HttpServer::listen() {
+    if (state_->bound_port < 0) throw std::logic_error("[serve] listen() before bind()");
+    state_->http.listen_after_bind();
+}
+
+void HttpServer::stop() {
+    if (state_->http.is_running()) state_->http.stop();
+}
+
+int64_t HttpServer::in_flight() const { return state_->ctx.in_flight.load(); }
+
+void HttpServer::drain(std::chrono::milliseconds timeout) {
+    ServerContext& ctx = state_->ctx;
+    // New completions get 503 from here on. The listening socket stays open until the requests in
+    // flight are answered: cpp-httplib ends every chunked stream the moment it is stopped.
+    ctx.draining = true;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (ctx.in_flight.load() > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ctx.jobs.cancel_all(ctx.backend);  // past the deadline: cut off what still runs
+    while (ctx.in_flight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stop();
+}
+
+}  // namespace graphrun::server

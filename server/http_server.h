@@ -1,0 +1,71 @@
+// server/http_server.h — `graphrun serve`: an OpenAI-compatible HTTP server over a Backend.
+//
+//   HttpServer server(info, backend, {.host = "127.0.0.1", .port = 0});
+//   int port = server.bind();        // 0 picks a free port
+//   std::thread t([&] { server.listen(); });
+//   ...
+//   server.drain(std::chrono::seconds(30));   // SIGTERM: stop accepting, finish in-flight requests
+//
+// Endpoints (docs/server.md has the fields):
+//   POST /v1/completions, /v1/chat/completions   with and without "stream": true (server-sent events)
+//   GET  /v1/models, /health, /metrics (Prometheus text), /plan (the execution plan, text), / (the page)
+//   POST /tokenize, /detokenize                  as llama-server has them
+// Every error is OpenAI's {"error": {"message", "type", "code"}}: malformed JSON and bad fields 400,
+// a missing or wrong API key 401, an unknown route 404, a body over the limit 413, a full queue 503
+// with Retry-After. cpp-httplib (Debian's libcpp-httplib-dev) does the HTTP.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/text/chat_template.h"
+#include "runtime/text/tokenizer.h"
+#include "server/backend.h"
+
+namespace graphrun::server {
+
+// What the endpoints say about the loaded model.
+struct ModelInfo {
+    std::string id;  // answered as "model" whatever name a request gives (llama-server does the same)
+    Tokenizer tokenizer;
+    ChatTemplate chat_template;
+    std::string plan_text;  // GET /plan
+    int64_t n_vocab = 0;
+};
+
+// The documented body limit (docs/server.md): larger bodies are refused with 413 before being read.
+inline constexpr size_t kDefaultMaxBodyBytes = size_t(8) << 20;
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;          // 0: any free port (bind() says which)
+    std::string api_key{};    // non-empty: "Authorization: Bearer KEY" on every endpoint but /health and /
+    size_t max_body_bytes = kDefaultMaxBodyBytes;
+    int retry_after_seconds = 1;  // the Retry-After of a 503
+};
+
+class HttpServer {
+  public:
+    HttpServer(ModelInfo info, Backend& backend, ServerOptions options);
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Binds the listening socket; returns the port. Throws std::runtime_error naming host and port.
+    int bind();
+    // Serves until stop() or drain(); bind() first.
+    void listen();
+    // Refuses new completions with 503, waits up to `timeout` for the ones in flight to finish,
+    // cancels those still running, then stops listening and makes listen() return.
+    void drain(std::chrono::milliseconds timeout);
+    void stop();
+    int64_t in_flight() const;
+
+  private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace graphrun::server

@@ -1,0 +1,110 @@
+// server/info_routes.cpp — the routes that answer at once: the page, health, models, metrics, the
+// plan, and llama-server's /tokenize and /detokenize.
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/api_request.h"
+#include "server/api_response.h"
+#include "server/routes.h"
+
+namespace graphrun::server {
+
+using nlohmann::json;
+
+namespace {
+
+void send_json(httplib::Response& res, const json& body) { res.set_content(dump(body), "application/json"); }
+
+// Runs `handler`, answering an ApiError (or a tokenizer's complaint, as a 400) in OpenAI's shape.
+template <class Handler>
+httplib::Server::Handler guarded(ServerContext& ctx, Handler handler) {
+    return [&ctx, handler](const httplib::Request& req, httplib::Response& res) {
+        try {
+            handler(req, res);
+        } catch (const ApiError& e) {
+            send_error(res, e, ctx.retry_after_seconds);
+        } catch (const TokenizerError& e) {
+            send_error(res, ApiError(400, "invalid_value", e.what()), ctx.retry_after_seconds);
+        }
+    };
+}
+
+bool get_flag(const json& body, const char* name) {
+    const auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return false;
+    if (!it->is_boolean())
+        throw ApiError(400, "invalid_type", std::string("'") + name + "' must be a boolean, got " + it->type_name());
+    return it->get<bool>();
+}
+
+}  // namespace
+
+void add_info_routes(httplib::Server& http, ServerContext& ctx) {
+    http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(kPageHtml, "text/html; charset=utf-8");
+    });
+    // Answers at once: it takes no lock the engine holds while a prompt is evaluated.
+    http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"status":"ok"})", "application/json");
+    });
+    http.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+        const json model = {{"id", ctx.info.id},
+                            {"object", "model"},
+                            {"created", ctx.created},
+                            {"owned_by", "graphrun"},
+                            {"meta",
+                             {{"n_ctx", ctx.backend.n_ctx()},
+                              {"n_vocab", ctx.info.n_vocab},
+                              {"parallel", ctx.backend.parallel()},
+                              {"chat_template", ctx.info.chat_template.name()}}}};
+        send_json(res, {{"object", "list"}, {"data", json::array({model})}});
+    });
+    http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+        res.set_content(ctx.metrics.render(ctx.backend.metrics()), "text/plain; version=0.0.4; charset=utf-8");
+    });
+    http.Get("/plan", [&ctx](const httplib::Request&, httplib::Response& res) {
+        res.set_content(ctx.info.plan_text, "text/plain; charset=utf-8");
+    });
+
+    // {"content": TEXT, "add_special": false, "with_pieces": false} -> {"tokens": [ids]} or, with
+    // pieces, {"tokens": [{"id", "piece"}]}; special token texts in TEXT are parsed (llama-server does).
+    http.Post("/tokenize", guarded(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
+        const json body = parse_json_object(req.body);
+        const auto content = body.find("content");
+        if (content == body.end() || content->is_null())
+            throw ApiError(400, "missing_field", "'content' is missing: the text to tokenize");
+        if (!content->is_string())
+            throw ApiError(400, "invalid_type", std::string("'content' must be a string, got ") + content->type_name());
+        const Tokenizer& tok = ctx.info.tokenizer;
+        const bool add_special = get_flag(body, "add_special") && tok.add_bos();
+        const std::vector<int32_t> ids = tok.encode(content->get<std::string>(), add_special, /*parse_special=*/true);
+        json tokens = json::array();
+        if (get_flag(body, "with_pieces")) {
+            for (const int32_t id : ids) tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+        } else {
+            tokens = ids;
+        }
+        send_json(res, {{"tokens", tokens}});
+    }));
+    // {"tokens": [ids]} -> {"content": TEXT}.
+    http.Post("/detokenize", guarded(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
+        const json body = parse_json_object(req.body);
+        const auto tokens = body.find("tokens");
+        if (tokens == body.end() || tokens->is_null())
+            throw ApiError(400, "missing_field", "'tokens' is missing: the token ids to turn into text");
+        if (!tokens->is_array())
+            throw ApiError(400, "invalid_type", std::string("'tokens' must be an array, got ") + tokens->type_name());
+        std::vector<int32_t> ids;
+        for (size_t i = 0; i < tokens->size(); ++i) {
+            const json& t = (*tokens)[i];
+            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.info.n_vocab)
+                throw ApiError(400, "invalid_value",
+                               "'tokens[" + std::to_string(i) + "]' is not a token id of this vocabulary (0 to " +
+                                   std::to_string(ctx.info.n_vocab - 1) + "): " + dump(t));
+            ids.push_back(int32_t(t.get<int64_t>()));
+        }
+        send_json(res, {{"content", ctx.info.tokenizer.decode(ids)}});
+    }));
+}
+
+}  // namespace graphrun::server

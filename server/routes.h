@@ -1,0 +1,43 @@
+// server/routes.h — what the routes of http_server.cpp share, and the functions that add them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+
+#include "server/api_error.h"
+#include "server/completion.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+
+namespace httplib {
+class Server;
+struct Response;
+}  // namespace httplib
+
+namespace graphrun::server {
+
+struct ServerContext {
+    ModelInfo info;
+    Backend& backend;
+    ServerMetrics metrics{};
+    JobRegistry jobs{};
+    std::atomic<bool> draining = false;
+    std::atomic<int64_t> in_flight = 0;      // completions being answered
+    std::atomic<uint64_t> next_answer = 1;   // for answer ids
+    int64_t created = int64_t(std::time(nullptr));
+    int retry_after_seconds = 1;
+};
+
+// An ApiError as the answer (with Retry-After on a 503).
+void send_error(httplib::Response& res, const ApiError& e, int retry_after_seconds);
+
+// GET /, /health, /v1/models, /metrics, /plan; POST /tokenize, /detokenize.
+void add_info_routes(httplib::Server& http, ServerContext& ctx);
+// POST /v1/completions, /v1/chat/completions.
+void add_completion_routes(httplib::Server& http, ServerContext& ctx);
+
+// The page GET / serves (server/page.html, built into the binary).
+extern const char* const kPageHtml;
+
+}  // namespace graphrun::server
