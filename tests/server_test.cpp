@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <thread>
 
 #include "graph/generate.h"
@@ -331,6 +332,37 @@ TEST(Server, MetricsInPrometheusText) {
 // The KJV context is 256 and a request asks for most of it: long enough to hang up in the middle.
 constexpr int64_t kLongAnswer = 200;
 
+// A streamed completion read on a thread of its own, as another client would.
+class BackgroundStream {
+  public:
+    BackgroundStream(TestServer& server, int64_t max_tokens)
+        : thread_([this, &server, max_tokens] {
+              auto c = server.client();
+              const json body = {{"prompt", "And"}, {"max_tokens", max_tokens}, {"stream", true}, {"temperature", 0}};
+              testing::post_streaming(c, "/v1/completions", body.dump(), [&](const std::string& d) {
+                  std::lock_guard lock(mutex_);
+                  raw_ += d;
+                  return true;
+              });
+          }) {}
+    ~BackgroundStream() { join(); }
+    void wait_started() {
+        while (raw().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::string raw() {
+        std::lock_guard lock(mutex_);
+        return raw_;
+    }
+    void join() {
+        if (thread_.joinable()) thread_.join();
+    }
+
+  private:
+    std::mutex mutex_;
+    std::string raw_;
+    std::thread thread_;  // last: it starts once the members above are made
+};
+
 TEST(Server, ADisconnectedStreamFreesItsSequence) {
     TestServer server;
     auto c = server.client();
@@ -351,16 +383,8 @@ TEST(Server, ADisconnectedStreamFreesItsSequence) {
 
 TEST(Server, AFullQueueIsA503WithRetryAfter) {
     TestServer server(testing::BackendSpec{.parallel = 1, .queue = 0});
-    std::atomic<bool> started = false;
-    std::thread holder([&] {
-        auto c = server.client();
-        const json body = {{"prompt", "And"}, {"max_tokens", kLongAnswer}, {"stream", true}, {"temperature", 0}};
-        testing::post_streaming(c, "/v1/completions", body.dump(), [&](const std::string&) {
-            started = true;
-            return true;
-        });
-    });
-    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BackgroundStream holder(server, kLongAnswer);
+    holder.wait_started();
     auto c = server.client();
     auto busy = c.Post("/v1/completions", R"({"prompt": "And", "max_tokens": 2})", "application/json");
     expect_error(busy, 503, "server_busy", "queue is full");
@@ -382,21 +406,11 @@ TEST(Server, AFullQueueIsA503WithRetryAfter) {
 
 TEST(Server, DrainFinishesRequestsInFlightThenStops) {
     TestServer server;
-    std::string raw;
-    std::atomic<bool> started = false;
-    std::thread client([&] {
-        auto c = server.client();
-        const json body = {{"prompt", "And"}, {"max_tokens", 60}, {"stream", true}, {"temperature", 0}};
-        testing::post_streaming(c, "/v1/completions", body.dump(), [&](const std::string& d) {
-            raw += d;
-            started = true;
-            return true;
-        });
-    });
-    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BackgroundStream stream(server, 60);
+    stream.wait_started();
     auto c = server.client();
     std::thread drain([&] { server.http().drain(std::chrono::seconds(30)); });
-    while (c.Get("/health") && !raw.empty() && raw.find("[DONE]") == std::string::npos) {
+    while (c.Get("/health") && stream.raw().find("[DONE]") == std::string::npos) {
         auto refused = c.Post("/v1/completions", R"({"prompt": "And"})", "application/json");
         if (refused && refused->status == 503) {  // a completion that arrives while draining
             EXPECT_NE(refused->body.find("shutting_down"), std::string::npos) << refused->body;
@@ -405,30 +419,20 @@ TEST(Server, DrainFinishesRequestsInFlightThenStops) {
     }
     drain.join();
     server.join();  // listen() returned
-    client.join();
-    EXPECT_NE(raw.find("data: [DONE]"), std::string::npos) << "the request in flight was finished";
-    EXPECT_NE(raw.find("\"finish_reason\":\"length\""), std::string::npos);
+    stream.join();
+    EXPECT_NE(stream.raw().find("data: [DONE]"), std::string::npos) << "the request in flight was finished";
+    EXPECT_NE(stream.raw().find("\"finish_reason\":\"length\""), std::string::npos);
     EXPECT_FALSE(server.client().Get("/health")) << "no new connections after a drain";
 }
 
 TEST(Server, DrainCutsOffWhatOutlastsItsDeadline) {
     TestServer server;
-    std::string raw;
-    std::atomic<bool> started = false;
-    std::thread client([&] {
-        auto c = server.client();
-        const json body = {{"prompt", "And"}, {"max_tokens", kLongAnswer}, {"stream", true}, {"temperature", 0}};
-        testing::post_streaming(c, "/v1/completions", body.dump(), [&](const std::string& d) {
-            raw += d;
-            started = true;
-            return true;
-        });
-    });
-    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BackgroundStream stream(server, kLongAnswer);
+    stream.wait_started();
     server.http().drain(std::chrono::milliseconds(0));
     server.join();
-    client.join();
-    EXPECT_NE(raw.find("data: [DONE]"), std::string::npos) << "the stream still ends properly";
+    stream.join();
+    EXPECT_NE(stream.raw().find("data: [DONE]"), std::string::npos) << "the stream still ends properly";
 }
 
 }  // namespace
