@@ -5,9 +5,8 @@
 //   backend.cancel(id);                                             // a client went away
 //
 // The server needs no more of an engine than this, so its HTTP layer is tested the same way on any
-// backend. The one meant for `graphrun serve` is the continuous scheduler (graph/scheduler.h): up
-// to --parallel sequences share every forward pass, beyond them a bounded queue waits; until it is
-// in this tree the command runs server/serial_backend.h.
+// backend. The one `graphrun serve` runs is the continuous scheduler (server/scheduler_backend.h):
+// up to --parallel sequences share every forward pass, beyond them a bounded queue waits.
 // Callbacks run on the backend's own thread, between forward passes: they must be short.
 #pragma once
 

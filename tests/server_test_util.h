@@ -13,6 +13,7 @@
 #include "graph/plan.h"
 #include "graph/session.h"
 #include "server/http_server.h"
+#include "server/scheduler_backend.h"
 #include "server/serial_backend.h"
 
 namespace graphrun::testing {
@@ -30,8 +31,11 @@ struct BackendSpec {
 
 inline std::unique_ptr<server::Backend> make_test_backend(std::shared_ptr<const graph::Model> model,
                                                           const BackendSpec& spec) {
-    return server::make_serial_backend(std::move(model),
-                                       {.n_ctx = spec.n_ctx, .max_queue = spec.queue, .n_threads = 1});
+    return server::make_scheduler_backend(std::move(model), {.policy = graph::Policy::Continuous,
+                                                             .parallel = spec.parallel,
+                                                             .max_queue = spec.queue,
+                                                             .n_ctx = spec.n_ctx,
+                                                             .n_threads = 1});
 }
 
 inline server::ModelInfo model_info(const graph::Model& model, int64_t n_ctx) {

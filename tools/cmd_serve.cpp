@@ -22,7 +22,7 @@
 #include "graph/plan.h"
 #include "graph/session.h"
 #include "server/http_server.h"
-#include "server/serial_backend.h"
+#include "server/scheduler_backend.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
 
@@ -51,8 +51,12 @@ void run_serve(ServeOptions opt) {
     signal(SIGPIPE, SIG_IGN);
 
     auto model = graph::Model::load(opt.model_path, opt.graph_path);
-    std::unique_ptr<server::Backend> backend = server::make_serial_backend(
-        model, {.n_ctx = opt.ctx, .max_queue = opt.queue, .n_threads = opt.threads});
+    std::unique_ptr<server::Backend> backend = server::make_scheduler_backend(
+        model, {.policy = graph::Policy::Continuous,
+                .parallel = opt.parallel,
+                .max_queue = opt.queue,
+                .n_ctx = opt.ctx,
+                .n_threads = opt.threads});
     server::ModelInfo info{
         .id = std::filesystem::path(opt.model_path).filename().string(),
         .tokenizer = Tokenizer::from_gguf(model->file()),

@@ -1,0 +1,69 @@
+// server/scheduler_backend.cpp — see scheduler_backend.h.
+#include "server/scheduler_backend.h"
+
+namespace graphrun::server {
+
+namespace {
+
+Finish finish_of(graph::FinishReason reason) {
+    switch (reason) {
+        case graph::FinishReason::None: return Finish::None;
+        case graph::FinishReason::Stop: return Finish::Stop;
+        case graph::FinishReason::Length:
+        case graph::FinishReason::ContextFull: return Finish::Length;  // OpenAI calls both "length"
+        case graph::FinishReason::Cancelled: return Finish::Cancelled;
+    }
+    return Finish::Cancelled;
+}
+
+class SchedulerBackend final : public Backend {
+  public:
+    SchedulerBackend(std::shared_ptr<const graph::Model> model, graph::SchedulerOptions options)
+        : scheduler_(std::move(model), options) {
+        scheduler_.start();
+    }
+    ~SchedulerBackend() override { scheduler_.stop(); }
+
+    uint64_t submit(Job job, JobCallback on_event) override {
+        graph::Request request{.prompt = std::move(job.prompt),
+                               .sampling = job.sampling,
+                               .max_tokens = job.max_tokens,
+                               .stop_ids = std::move(job.stop_ids)};
+        try {
+            return scheduler_.submit(std::move(request), [on_event = std::move(on_event)](const graph::TokenEvent& e) {
+                on_event({.token = e.token, .logits = e.logits, .finish = finish_of(e.finish)});
+            });
+        } catch (const graph::QueueFull& e) {
+            throw BackendBusy(e.what());
+        } catch (const graph::RequestRefused& e) {
+            throw JobRefused(e.what());
+        }
+    }
+    bool cancel(uint64_t id) override { return scheduler_.cancel(id); }
+
+    BackendMetrics metrics() const override {
+        const graph::SchedulerMetrics m = scheduler_.metrics();
+        return {.queued = m.queued,
+                .active = m.active,
+                .kv_blocks_total = m.kv_blocks_total,
+                .kv_blocks_in_use = m.kv_blocks_in_use,
+                .steps = m.steps,
+                .occupancy_last = m.occupancy_last,
+                .occupancy_mean = m.occupancy_mean};
+    }
+    int64_t n_ctx() const override { return scheduler_.n_ctx(); }
+    int64_t parallel() const override { return scheduler_.options().parallel; }
+    int64_t max_queue() const override { return scheduler_.options().max_queue; }
+
+  private:
+    graph::Scheduler scheduler_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_scheduler_backend(std::shared_ptr<const graph::Model> model,
+                                                graph::SchedulerOptions options) {
+    return std::make_unique<SchedulerBackend>(std::move(model), options);
+}
+
+}  // namespace graphrun::server
