@@ -139,8 +139,14 @@ RequestId Scheduler::submit(Request request, TokenCallback on_token) {
         throw RequestRefused("the request may need " + std::to_string(blocks) + " KV blocks, the pool has " +
                              std::to_string(engine_.pool().n_blocks()));
     std::lock_guard lock(mutex_);
-    if (int64_t(queue_.size()) >= options_.max_queue)
-        throw QueueFull("the queue is full (" + std::to_string(queue_.size()) + " requests waiting)");
+    // A request that a free sequence will take at the next step is not waiting, so --queue 0 still
+    // runs `parallel` requests at once; a finished request's sequence is free before it is retired.
+    const int64_t busy = std::count_if(running_.begin(), running_.end(),
+                                       [](const auto& r) { return r->finished == FinishReason::None; });
+    const int64_t free_sequences = std::max<int64_t>(0, options_.parallel - busy);
+    if (int64_t(queue_.size()) >= options_.max_queue + free_sequences)
+        throw QueueFull("the queue is full (" + std::to_string(queue_.size()) + " requests waiting, " +
+                        std::to_string(busy) + " running)");
     auto q = std::make_unique<Queued>();
     q->id = next_id_++;
     q->request = std::move(request);

@@ -96,7 +96,7 @@ class QueueFull : public std::runtime_error {
 struct SchedulerOptions {
     Policy policy = Policy::Continuous;
     int64_t parallel = 4;      // sequences in a batch at most
-    int64_t max_queue = 16;    // requests waiting at most; submit beyond it throws QueueFull
+    int64_t max_queue = 16;    // requests waiting beyond the free sequences; submit past that throws QueueFull
     int64_t n_ctx = 0;         // positions per sequence; 0: the model's, at most 2048
     int64_t kv_blocks = 0;     // 0: enough for `parallel` full contexts
     int64_t step_tokens = 64;  // tokens per forward pass at most (decode tokens + a prompt chunk)

@@ -136,12 +136,12 @@ TEST(Scheduler, RequestsThatCannotRunAreRefusedWithAReason) {
     // 3 blocks hold 48 positions: a request that may reach 60 needs 4 blocks and one to copy.
     EXPECT_THAT(refusal({.prompt = std::vector<int32_t>(40, 5), .max_tokens = 20}),
                 HasSubstr("may need 5 KV blocks, the pool has 3"));
-    scheduler.submit({.prompt = {1}}, {});
-    scheduler.submit({.prompt = {1}}, {});
+    // Two free sequences and a queue of two: four are taken (none runs before the first step), the fifth is not.
+    for (int i = 0; i < 4; ++i) scheduler.submit({.prompt = {1}}, {});
     EXPECT_THROW(scheduler.submit({.prompt = {1}}, {}), graph::QueueFull);
-    EXPECT_EQ(scheduler.metrics().queued, 2);
+    EXPECT_EQ(scheduler.metrics().queued, 4);
     scheduler.run_until_idle();
-    EXPECT_EQ(scheduler.metrics().finished, 2);
+    EXPECT_EQ(scheduler.metrics().finished, 4);
 }
 
 TEST(Scheduler, ASequenceAtTheContextsEndStopsWithContextFull) {
