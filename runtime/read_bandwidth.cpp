@@ -36,8 +36,9 @@ __attribute__((target("avx2"))) uint64_t sum_avx2(const uint8_t* p, int64_t n) {
         }
     __m256i total = acc[0];
     for (int s = 1; s < Streams; ++s) total = _mm256_add_epi64(total, acc[s]);
-    return uint64_t(_mm256_extract_epi64(total, 0) + _mm256_extract_epi64(total, 1) +
-                    _mm256_extract_epi64(total, 2) + _mm256_extract_epi64(total, 3));
+    // Each lane as unsigned before adding: the sum wraps by design, and signed overflow is undefined.
+    return uint64_t(_mm256_extract_epi64(total, 0)) + uint64_t(_mm256_extract_epi64(total, 1)) +
+           uint64_t(_mm256_extract_epi64(total, 2)) + uint64_t(_mm256_extract_epi64(total, 3));
 }
 #endif
 
