@@ -52,6 +52,8 @@ Json parse_graph_json(const std::string& text, const std::string& path) {
         return Json::parse(text);
     } catch (const Json::parse_error& e) {
         throw GraphError(path + ": not valid JSON: " + e.what());
+    } catch (const Json::out_of_range& e) {  // a number too large for a double (found by graph_fuzz)
+        throw GraphError(path + ": not valid JSON: " + e.what());
     }
 }
 
