@@ -12,24 +12,9 @@ set -euo pipefail
 src_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 client_src="$src_dir/tests/openai"
 dir="${1:-${GRAPHRUN_OPENAI_DIR:-$src_dir/build/openai}}"
-
-say() { echo "openai-setup: $*" >&2; }
-die() {
-    say "error: $*"
-    exit 1
-}
-
-command -v node >/dev/null || die "node not found; install Node.js >= 20 and npm (apt-get install nodejs npm)"
-command -v npm >/dev/null || die "npm not found; install it (apt-get install npm)"
-mkdir -p "$dir"
-dir="$(cd "$dir" && pwd)"
-case "$dir/" in
-"$src_dir/tests/"* | "$src_dir/tools/"*) die "install folder $dir is inside the source tree; pick a build or cache folder" ;;
-esac
-if command -v flock >/dev/null; then
-    exec 9>"$dir/.setup.lock"
-    flock 9
-fi
+tag=openai-setup
+source "$src_dir/tools/npm-folder.sh"
+open_npm_folder "$dir"
 
 pinned="$(node -p 'require(process.argv[1]).dependencies.openai' "$client_src/package.json")"
 installed="$(node -p 'require(process.argv[1]).version' "$dir/node_modules/openai/package.json" 2>/dev/null || true)"

