@@ -175,7 +175,6 @@ class Scheduler {
     std::vector<RequestId> cancels_;
     RequestId next_id_ = 1;
     int64_t reserved_ = 0;    // blocks admitted requests may still take from the pool
-    bool batch_open_ = true;  // static: the current batch may still take requests
     SchedulerMetrics metrics_;
     double occupancy_sum_ = 0;
 
