@@ -1,0 +1,59 @@
+// graph/graph_json.cpp — parsing a graph file's JSON and quoting it in error messages.
+#include "graph/graph_json.h"
+
+#include "graph/graph.h"
+#include "graph/limits.h"
+
+namespace graphrun::graph {
+
+namespace {
+
+// The JSON library and the binder recurse once per level of nesting, so a hostile file of 70,000
+// nested arrays would overflow the stack: the depth is measured on the text before parsing.
+void check_nesting(const std::string& text, const std::string& path) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (size_t at = 0; at < text.size(); ++at) {
+        const char c = text[at];
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > kMaxGraphDepth)
+                throw GraphError(path + ": arrays and objects nest deeper than " + std::to_string(kMaxGraphDepth) +
+                                 " levels at byte " + std::to_string(at) + " (graph/limits.h)");
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+}
+
+}  // namespace
+
+Json parse_graph_json(const std::string& text, const std::string& path) {
+    check_nesting(text, path);
+    try {
+        return Json::parse(text);
+    } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number past a double (graph_fuzz)
+        throw GraphError(path + ": not valid JSON: " + e.what());
+    }
+}
+
+std::string excerpt(const Json& value) {
+    std::string text = value.dump();
+    return text.size() <= 120 ? text : text.substr(0, 120) + "...";
+}
+
+std::string excerpt_text(const Json& value) {
+    if (!value.is_string()) return excerpt(value);
+    const std::string text = value.get<std::string>();
+    return text.size() <= 240 ? text : text.substr(0, 240) + "...";
+}
+
+}  // namespace graphrun::graph
