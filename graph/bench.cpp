@@ -70,20 +70,25 @@ BenchModelInfo bench_model_info(const Model& model, Session& session) {
         std::snprintf(params, sizeof params, "%.1fK", n / 1e3);
     info.type = file.find_string("general.architecture").value_or("?") + " " + params + " " + type;
 
-    // A one-token step reads every weight it uses in full, except that an embedding reads one row.
-    const Plan& plan = session.plan(1);
+    info.decode_weight_bytes = step_weight_bytes(session.plan(1));
+    return info;
+}
+
+int64_t step_weight_bytes(const Plan& plan) {
+    // Every weight a step uses is read in full, except that an embedding reads a row per token.
     std::set<int> full, embedded;
     for (const PlanStep& step : plan.steps)
         for (size_t i = 0; i < step.inputs.size(); ++i)
             if (plan.tensors[step.inputs[i]].kind == PlanTensor::Kind::Weight)
                 (std::string_view(step.op->name) == "embedding" ? embedded : full).insert(step.inputs[i]);
-    for (int id : full) info.decode_weight_bytes += plan.tensors[id].bytes;
+    int64_t bytes = 0;
+    for (int id : full) bytes += plan.tensors[id].bytes;
     for (int id : embedded)
         if (!full.count(id)) {
             const ops::TensorDesc& d = plan.tensors[id].desc;
-            info.decode_weight_bytes += row_bytes(d.dtype, d.shape.back());
+            bytes += std::min(plan.n_tokens, d.shape.front()) * row_bytes(d.dtype, d.shape.back());
         }
-    return info;
+    return bytes;
 }
 
 std::vector<double> BenchResult::samples_ts() const {

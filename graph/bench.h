@@ -67,6 +67,9 @@ struct BenchModelInfo {
     int64_t decode_weight_bytes = 0;  // weight bytes a one-token step reads (one embedding row, all matrices)
 };
 BenchModelInfo bench_model_info(const Model& model, Session& session);
+// Weight bytes one run of `plan` reads: every matrix in full, an embedding table a row per token (at
+// most the table). The tied output matrix counts in full. Decode GB/s is this x steps/s.
+int64_t step_weight_bytes(const Plan& plan);
 
 struct BenchResult {
     BenchTest test;

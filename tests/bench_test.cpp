@@ -127,6 +127,9 @@ TEST(BenchModelInfo, DecodeBytesAreTheMatricesAndOneEmbeddingRow) {
     char expected[64];
     std::snprintf(expected, sizeof expected, "llama %.1fK F32", double(params) / 1e3);  // "llama 39.1K F32"
     EXPECT_EQ(info.type, expected);
+    // A step of 5 tokens (batched-bench's step of 5 sequences) reads 5 rows of the table.
+    EXPECT_EQ(uint64_t(graph::step_weight_bytes(session.plan(5))),
+              matrices + 5 * (embd->nbytes / uint64_t(embd->ne[1])));
 }
 
 TEST(BenchRun, DepthIsInTheCacheAndEveryRepetitionIsTimed) {

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/bench.h"
 #include "graph/engine.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
@@ -80,7 +81,7 @@ Row run_row(const std::shared_ptr<const graph::Model>& model, const BenchOptions
                                  .n_threads = opt.threads,
                                  .max_batch = std::max(opt.batch, n_seq),
                                  .prefix_cache = false});
-    *weight_bytes = engine.plan(n_seq, n_seq).weight_bytes;
+    *weight_bytes = graph::step_weight_bytes(engine.plan(n_seq, n_seq));
     std::mt19937 rng(uint32_t(opt.seed + uint64_t(n_seq)));
     std::uniform_int_distribution<int32_t> pick(0, int32_t(engine.n_vocab() - 1));
     std::vector<graph::SeqId> seqs;
