@@ -17,8 +17,8 @@
 //   KV blocks peak                  blocks of 16 positions held at once, at most
 // The defaults offer more load than the shipped model serves on two cores, so the policies differ.
 // --repeat N alternates the policies N times and prints each figure's median.
-// --svg runs a sweep of arrival rates (--sweep, requests/s) for both policies and draws throughput
-// and latency against the offered load.
+// --svg runs a sweep of arrival rates (--sweep, requests/s) for both policies, alternated at each rate
+// (--repeat times, medians drawn), and draws throughput and latency against the offered load.
 #include <tbb/info.h>
 
 #include <algorithm>
@@ -244,20 +244,27 @@ void write_svg(const std::shared_ptr<const graph::Model>& model, const BenchOpti
     const std::vector<double> rates = sweep_rates(opt);
     SvgChart throughput{"Generated tokens/s", "offered load (requests/s)", "tokens/s", {}};
     SvgChart latency{"Time to first token, p50", "offered load (requests/s)", "ms", {}};
-    for (graph::Policy policy : {graph::Policy::Static, graph::Policy::Continuous}) {
+    const graph::Policy policies[] = {graph::Policy::Static, graph::Policy::Continuous};
+    for (graph::Policy policy : policies) {
         const std::string color = policy == graph::Policy::Static ? "#d62728" : "#1f77b4";
-        SvgSeries tput{graph::policy_name(policy), color, {}}, ttft{graph::policy_name(policy), color, {}};
-        for (double rate : rates) {
-            WorkloadOptions load = opt.load;
-            load.rate = rate;
-            const PolicyResult r = run_policy(model, opt, policy, load);
+        throughput.series.push_back({graph::policy_name(policy), color, {}});
+        latency.series.push_back({graph::policy_name(policy), color, {}});
+    }
+    // At each rate the policies alternate (--repeat times, medians drawn), so a change in the machine's
+    // load during the sweep falls on both alike instead of on one policy's half of it.
+    for (double rate : rates) {
+        WorkloadOptions load = opt.load;
+        load.rate = rate;
+        std::vector<PolicyResult> runs[2];
+        for (int k = 0; k < opt.repeat; ++k)
+            for (size_t p = 0; p < 2; ++p) runs[p].push_back(run_policy(model, opt, policies[p], load));
+        for (size_t p = 0; p < 2; ++p) {
+            const PolicyResult r = median_of(std::move(runs[p]));
             std::fprintf(stderr, "graphrun: %s at %.2f requests/s: %.1f gen tok/s, TTFT p50 %.0f ms\n",
                          r.policy.c_str(), rate, r.gen_tokens_per_s, r.ttft_ms.p50);
-            tput.points.push_back({rate, r.gen_tokens_per_s});
-            ttft.points.push_back({rate, r.ttft_ms.p50});
+            throughput.series[p].points.push_back({rate, r.gen_tokens_per_s});
+            latency.series[p].points.push_back({rate, r.ttft_ms.p50});
         }
-        throughput.series.push_back(tput);
-        latency.series.push_back(ttft);
     }
     std::ofstream out(opt.svg);
     if (!out) throw std::runtime_error("--svg: cannot write " + opt.svg);
