@@ -3,6 +3,7 @@
 #include "server/http_server.h"
 
 #include <atomic>
+#include <cstdint>
 #include <ctime>
 #include <stdexcept>
 #include <thread>
@@ -31,9 +32,38 @@ std::string endpoint_label(const std::string& path) {
     return "unknown";
 }
 
+// "user:password" from "Basic <base64 of user:password>" (RFC 7617), or "" when the header is not that.
+std::string basic_credentials(const std::string& header) {
+    static const std::string prefix = "Basic ";
+    static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (header.compare(0, prefix.size(), prefix) != 0) return "";
+    std::string text = header.substr(prefix.size());
+    while (!text.empty() && text.back() == '=') text.pop_back();
+    std::string out;
+    uint32_t bits = 0;
+    int n_bits = 0;
+    for (char c : text) {
+        const size_t value = alphabet.find(c);
+        if (value == std::string::npos) return "";
+        bits = (bits << 6) | uint32_t(value);
+        n_bits += 6;
+        if (n_bits >= 8) {
+            n_bits -= 8;
+            out.push_back(char((bits >> n_bits) & 0xff));
+        }
+    }
+    return out;
+}
+
+// The key as a Bearer token (what API clients send), or as the password of HTTP Basic authentication
+// with any user name: a browser cannot send a Bearer header when it opens the page, so GET / asks
+// for Basic credentials, and the browser then sends them with the page's own API calls too.
 bool authorized(const httplib::Request& req, const std::string& key) {
     const std::string header = req.get_header_value("Authorization");
-    return header == "Bearer " + key;
+    if (header == "Bearer " + key) return true;
+    const std::string credentials = basic_credentials(header);
+    const size_t colon = credentials.find(':');
+    return colon != std::string::npos && credentials.substr(colon + 1) == key;
 }
 
 }  // namespace
@@ -67,11 +97,10 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
 
     const std::string key = s.options.api_key;
     http.set_pre_routing_handler([&ctx, key](const httplib::Request& req, httplib::Response& res) {
-        // The page itself is static and holds nothing; every API call it makes sends the key.
-        if (key.empty() || req.path == "/health" || (req.path == "/" && req.method == "GET"))
+        if (key.empty() || req.path == "/health" || authorized(req, key))
             return httplib::Server::HandlerResponse::Unhandled;
-        if (authorized(req, key)) return httplib::Server::HandlerResponse::Unhandled;
         const bool missing = req.get_header_value("Authorization").empty();
+        if (req.path == "/" && req.method == "GET") res.set_header("WWW-Authenticate", "Basic realm=\"graphrun\"");
         send_error(res,
                    ApiError(401, "invalid_api_key",
                             missing ? "this server needs an API key: send 'Authorization: Bearer KEY'"

@@ -299,6 +299,28 @@ TEST(Server, ApiKeyIsRequiredEverywhereButHealth) {
     EXPECT_EQ(models->status, 200);
 }
 
+// A browser opening the page cannot send a Bearer header: GET / asks for HTTP Basic credentials
+// (WWW-Authenticate), takes the key as the password with any user name, and so do the API routes
+// the page then calls with the browser's cached credentials.
+TEST(Server, ThePageTakesTheKeyAsBasicAuthentication) {
+    TestServer server({}, {.api_key = "sesame"});
+    auto c = server.client();
+    auto refused = c.Get("/");
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 401);
+    EXPECT_EQ(refused->get_header_value("WWW-Authenticate"), "Basic realm=\"graphrun\"");
+    EXPECT_EQ(c.Get("/", {httplib::make_basic_authentication_header("anyone", "wrong")})->status, 401);
+    EXPECT_EQ(c.Get("/", {{"Authorization", "Basic !!not-base64"}})->status, 401);
+    EXPECT_EQ(c.Get("/", {{"Authorization", "Bearer sesame"}})->status, 200);
+    auto page = c.Get("/", {httplib::make_basic_authentication_header("anyone", "sesame")});
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->status, 200);
+    EXPECT_NE(page->body.find("<form id=\"chat\">"), std::string::npos);
+    EXPECT_EQ(c.Get("/v1/models", {httplib::make_basic_authentication_header("", "sesame")})->status, 200);
+    expect_error(c.Get("/v1/models", {httplib::make_basic_authentication_header("sesame", "")}), 401,
+                 "invalid_api_key", "not this server's");
+}
+
 TEST(Server, MetricsInPrometheusText) {
     TestServer server;
     auto c = server.client();
