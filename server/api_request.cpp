@@ -167,6 +167,36 @@ json parse_json_object(const std::string& body) {
     return parsed;
 }
 
+TokenizeRequest parse_tokenize_request(const json& body) {
+    TokenizeRequest r;
+    const json* content = field(body, "content");
+    if (!content) bad("'content' is missing: the text to tokenize", "missing_field");
+    if (!content->is_string()) wrong_type("content", "a string", *content);
+    r.content = content->get<std::string>();
+    r.add_special = get_bool(body, "add_special", false);
+    r.with_pieces = get_bool(body, "with_pieces", false);
+    return r;
+}
+
+std::vector<int32_t> parse_detokenize_request(const json& body, int64_t n_vocab) {
+    const json* tokens = field(body, "tokens");
+    if (!tokens) bad("'tokens' is missing: the token ids to turn into text", "missing_field");
+    if (!tokens->is_array()) wrong_type("tokens", "an array", *tokens);
+    std::vector<int32_t> ids;
+    ids.reserve(tokens->size());
+    for (size_t i = 0; i < tokens->size(); ++i) {
+        const json& t = (*tokens)[i];
+        const std::string at = "tokens[" + std::to_string(i) + "]";
+        // The type, not the value: an array or a string here can be megabytes long.
+        if (!t.is_number_integer()) wrong_type(at, "a token id (an integer)", t);
+        if (t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+            bad("'" + at + "' is not a token id of this vocabulary (0 to " + std::to_string(n_vocab - 1) +
+                "): " + t.dump());
+        ids.push_back(int32_t(t.get<int64_t>()));
+    }
+    return ids;
+}
+
 CompletionRequest parse_completion_request(const std::string& body, bool chat) {
     return parse_completion_request(parse_json_object(body), chat);
 }

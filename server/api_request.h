@@ -1,9 +1,11 @@
-// server/api_request.h — the body of POST /v1/completions and /v1/chat/completions, checked.
+// server/api_request.h — the bodies of POST /v1/completions, /v1/chat/completions, /tokenize and
+// /detokenize, checked.
 //
 // Fields as OpenAI (and llama-server, for top_k, min_p, repeat_penalty) define them. A field that
 // is absent or null takes its default; unknown fields are ignored; a known field of the wrong type
 // or out of its range is an ApiError 400 whose message names the field, what it must be and what
 // it was. Sampling defaults are llama.cpp's (runtime/text/sampler.h), as llama-server's are.
+// These functions throw nothing but ApiError.
 #pragma once
 
 #include <cstdint>
@@ -43,5 +45,16 @@ CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat
 
 // The body as a JSON object, or ApiError 400 (malformed JSON at byte N, or not an object).
 nlohmann::json parse_json_object(const std::string& body);
+
+// POST /tokenize: {"content": TEXT, "add_special": false, "with_pieces": false}.
+struct TokenizeRequest {
+    std::string content;
+    bool add_special = false;  // BOS first, when the tokenizer has one
+    bool with_pieces = false;  // answer {"id", "piece"} objects instead of ids
+};
+TokenizeRequest parse_tokenize_request(const nlohmann::json& body);
+
+// POST /detokenize: {"tokens": [ids]}, each id in [0, n_vocab).
+std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body, int64_t n_vocab);
 
 }  // namespace graphrun::server
