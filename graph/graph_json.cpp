@@ -2,6 +2,7 @@
 #include "graph/graph_json.h"
 
 #include "graph/graph.h"
+#include "graph/json_depth.h"
 #include "graph/limits.h"
 
 namespace graphrun::graph {
@@ -11,27 +12,9 @@ namespace {
 // The JSON library and the binder recurse once per level of nesting, so a hostile file of 70,000
 // nested arrays would overflow the stack: the depth is measured on the text before parsing.
 void check_nesting(const std::string& text, const std::string& path) {
-    int depth = 0;
-    bool in_string = false, escaped = false;
-    for (size_t at = 0; at < text.size(); ++at) {
-        const char c = text[at];
-        if (in_string) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > kMaxGraphDepth)
-                throw GraphError(path + ": arrays and objects nest deeper than " + std::to_string(kMaxGraphDepth) +
-                                 " levels at byte " + std::to_string(at) + " (graph/limits.h)");
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
+    if (const size_t at = json_too_deep_at(text, kMaxGraphDepth); at != std::string_view::npos)
+        throw GraphError(path + ": arrays and objects nest deeper than " + std::to_string(kMaxGraphDepth) +
+                         " levels at byte " + std::to_string(at) + " (graph/limits.h)");
 }
 
 }  // namespace

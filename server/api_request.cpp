@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/json_depth.h"
+#include "graph/limits.h"
 #include "server/api_error.h"
 
 namespace graphrun::server {
@@ -157,14 +159,50 @@ void get_prompt(const json& body, CompletionRequest& r) {
 }  // namespace
 
 json parse_json_object(const std::string& body) {
+    if (const size_t at = graph::json_too_deep_at(body, kMaxRequestDepth); at != std::string::npos)
+        bad("the body nests arrays and objects deeper than " + std::to_string(kMaxRequestDepth) + " levels at byte " +
+                std::to_string(at),
+            "invalid_json");
     json parsed;
     try {
         parsed = json::parse(body);
     } catch (const json::parse_error& e) {
         bad("the body is not valid JSON: byte " + std::to_string(e.byte) + ": " + e.what(), "invalid_json");
+    } catch (const json::out_of_range& e) {  // a number past a double, such as 1e400 (server_request_fuzz)
+        bad(std::string("the body is not valid JSON: a number is out of range: ") + e.what(), "invalid_json");
     }
     if (!parsed.is_object()) bad(std::string("the body must be a JSON object, got ") + json_type(parsed), "invalid_json");
     return parsed;
+}
+
+TokenizeRequest parse_tokenize_request(const json& body) {
+    TokenizeRequest r;
+    const json* content = field(body, "content");
+    if (!content) bad("'content' is missing: the text to tokenize", "missing_field");
+    if (!content->is_string()) wrong_type("content", "a string", *content);
+    r.content = content->get<std::string>();
+    r.add_special = get_bool(body, "add_special", false);
+    r.with_pieces = get_bool(body, "with_pieces", false);
+    return r;
+}
+
+std::vector<int32_t> parse_detokenize_request(const json& body, int64_t n_vocab) {
+    const json* tokens = field(body, "tokens");
+    if (!tokens) bad("'tokens' is missing: the token ids to turn into text", "missing_field");
+    if (!tokens->is_array()) wrong_type("tokens", "an array", *tokens);
+    std::vector<int32_t> ids;
+    ids.reserve(tokens->size());
+    for (size_t i = 0; i < tokens->size(); ++i) {
+        const json& t = (*tokens)[i];
+        const std::string at = "tokens[" + std::to_string(i) + "]";
+        // The type, not the value: an array or a string here can be megabytes long.
+        if (!t.is_number_integer()) wrong_type(at, "a token id (an integer)", t);
+        if (t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+            bad("'" + at + "' is not a token id of this vocabulary (0 to " + std::to_string(n_vocab - 1) +
+                "): " + t.dump());
+        ids.push_back(int32_t(t.get<int64_t>()));
+    }
+    return ids;
 }
 
 CompletionRequest parse_completion_request(const std::string& body, bool chat) {
@@ -183,9 +221,9 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     else
         get_prompt(body, r);
 
-    constexpr int64_t kTokensCeiling = int64_t(1) << 30;
-    r.max_tokens = get_integer(body, "max_tokens", -1, 1, kTokensCeiling);
-    if (chat) r.max_tokens = get_integer(body, "max_completion_tokens", r.max_tokens, 1, kTokensCeiling);
+    // The scheduler's own ceiling (graph/limits.h): above it the job would be refused in its words.
+    r.max_tokens = get_integer(body, "max_tokens", -1, 1, graph::kMaxPredict);
+    if (chat) r.max_tokens = get_integer(body, "max_completion_tokens", r.max_tokens, 1, graph::kMaxPredict);
     if (get_integer(body, "n", 1, 1, 1) != 1) bad("'n' must be 1");
 
     SamplerParams& s = r.sampling;

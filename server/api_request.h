@@ -1,9 +1,11 @@
-// server/api_request.h — the body of POST /v1/completions and /v1/chat/completions, checked.
+// server/api_request.h — the bodies of POST /v1/completions, /v1/chat/completions, /tokenize and
+// /detokenize, checked.
 //
 // Fields as OpenAI (and llama-server, for top_k, min_p, repeat_penalty) define them. A field that
 // is absent or null takes its default; unknown fields are ignored; a known field of the wrong type
 // or out of its range is an ApiError 400 whose message names the field, what it must be and what
 // it was. Sampling defaults are llama.cpp's (runtime/text/sampler.h), as llama-server's are.
+// These functions throw nothing but ApiError (fuzz/server_request_fuzz.cpp holds them to that).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,7 @@ struct CompletionRequest {
     std::vector<int32_t> prompt_ids;
     bool prompt_is_ids = false;
     std::vector<ChatMessage> messages;  // chat
-    int64_t max_tokens = -1;            // -1: until a stop or the end of the context
+    int64_t max_tokens = -1;            // 1 .. graph::kMaxPredict; -1: until a stop or the end of the context
     SamplerParams sampling{};
     std::vector<std::string> stop;
     bool stream = false;
@@ -41,7 +43,23 @@ struct CompletionRequest {
 CompletionRequest parse_completion_request(const std::string& body, bool chat);
 CompletionRequest parse_completion_request(const nlohmann::json& body, bool chat);
 
-// The body as a JSON object, or ApiError 400 (malformed JSON at byte N, or not an object).
+// The body as a JSON object, or ApiError 400 (malformed JSON at byte N, a number past a double,
+// nesting deeper than kMaxRequestDepth, or not an object).
 nlohmann::json parse_json_object(const std::string& body);
+
+// Arrays and objects in a request body nest at most this deep (OpenAI's bodies nest 4 levels). Each
+// level costs the JSON library some 160 bytes, so 8 MiB of '[' would hold 1.3 GB while it parses.
+inline constexpr int kMaxRequestDepth = 64;
+
+// POST /tokenize: {"content": TEXT, "add_special": false, "with_pieces": false}.
+struct TokenizeRequest {
+    std::string content;
+    bool add_special = false;  // BOS first, when the tokenizer has one
+    bool with_pieces = false;  // answer {"id", "piece"} objects instead of ids
+};
+TokenizeRequest parse_tokenize_request(const nlohmann::json& body);
+
+// POST /detokenize: {"tokens": [ids]}, each id in [0, n_vocab).
+std::vector<int32_t> parse_detokenize_request(const nlohmann::json& body, int64_t n_vocab);
 
 }  // namespace graphrun::server

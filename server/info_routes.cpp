@@ -29,14 +29,6 @@ httplib::Server::Handler guarded(ServerContext& ctx, Handler handler) {
     };
 }
 
-bool get_flag(const json& body, const char* name) {
-    const auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return false;
-    if (!it->is_boolean())
-        throw ApiError(400, "invalid_type", std::string("'") + name + "' must be a boolean, got " + it->type_name());
-    return it->get<bool>();
-}
-
 }  // namespace
 
 void add_info_routes(httplib::Server& http, ServerContext& ctx) {
@@ -69,17 +61,11 @@ void add_info_routes(httplib::Server& http, ServerContext& ctx) {
     // {"content": TEXT, "add_special": false, "with_pieces": false} -> {"tokens": [ids]} or, with
     // pieces, {"tokens": [{"id", "piece"}]}; special token texts in TEXT are parsed (llama-server does).
     http.Post("/tokenize", guarded(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
-        const json body = parse_json_object(req.body);
-        const auto content = body.find("content");
-        if (content == body.end() || content->is_null())
-            throw ApiError(400, "missing_field", "'content' is missing: the text to tokenize");
-        if (!content->is_string())
-            throw ApiError(400, "invalid_type", std::string("'content' must be a string, got ") + content->type_name());
+        const TokenizeRequest r = parse_tokenize_request(parse_json_object(req.body));
         const Tokenizer& tok = ctx.info.tokenizer;
-        const bool add_special = get_flag(body, "add_special") && tok.add_bos();
-        const std::vector<int32_t> ids = tok.encode(content->get<std::string>(), add_special, /*parse_special=*/true);
+        const std::vector<int32_t> ids = tok.encode(r.content, r.add_special && tok.add_bos(), /*parse_special=*/true);
         json tokens = json::array();
-        if (get_flag(body, "with_pieces")) {
+        if (r.with_pieces) {
             for (const int32_t id : ids) tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
         } else {
             tokens = ids;
@@ -88,21 +74,7 @@ void add_info_routes(httplib::Server& http, ServerContext& ctx) {
     }));
     // {"tokens": [ids]} -> {"content": TEXT}.
     http.Post("/detokenize", guarded(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
-        const json body = parse_json_object(req.body);
-        const auto tokens = body.find("tokens");
-        if (tokens == body.end() || tokens->is_null())
-            throw ApiError(400, "missing_field", "'tokens' is missing: the token ids to turn into text");
-        if (!tokens->is_array())
-            throw ApiError(400, "invalid_type", std::string("'tokens' must be an array, got ") + tokens->type_name());
-        std::vector<int32_t> ids;
-        for (size_t i = 0; i < tokens->size(); ++i) {
-            const json& t = (*tokens)[i];
-            if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx.info.n_vocab)
-                throw ApiError(400, "invalid_value",
-                               "'tokens[" + std::to_string(i) + "]' is not a token id of this vocabulary (0 to " +
-                                   std::to_string(ctx.info.n_vocab - 1) + "): " + dump(t));
-            ids.push_back(int32_t(t.get<int64_t>()));
-        }
+        const std::vector<int32_t> ids = parse_detokenize_request(parse_json_object(req.body), ctx.info.n_vocab);
         send_json(res, {{"content", ctx.info.tokenizer.decode(ids)}});
     }));
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/fuzz.sh — build the libFuzzer targets with clang (ASan + UBSan) and run them on their corpora.
 #
-#   bash tools/fuzz.sh TARGET SECONDS [libFuzzer options...]   one target: gguf, graph, tokenizer, sampler
+#   bash tools/fuzz.sh TARGET SECONDS [libFuzzer options...]   one target: gguf, graph, tokenizer, sampler, server
 #   bash tools/fuzz.sh all SECONDS                             every target, as many at once as there are cores
 #
 # The seeds are fuzz/corpus/TARGET (small valid inputs, in the repo); what the fuzzer finds new goes
@@ -13,11 +13,14 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GRAPHRUN_FUZZ_BUILD_DIR:-$root/build-fuzz}"
-targets=(gguf graph tokenizer sampler)
+targets=(gguf graph tokenizer sampler server)
+# A target's libFuzzer binary: TARGET_fuzz, but for the server's request parsing.
+binary() { [[ "$1" == server ]] && echo server_request_fuzz || echo "$1_fuzz"; }
 
 usage() { echo "usage: bash tools/fuzz.sh {$(IFS='|'; echo "${targets[*]}")|all} SECONDS [libFuzzer options]" >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
 which="${1%_fuzz}" seconds="$2"
+[[ "$which" == server_request ]] && which=server
 shift 2
 [[ "$seconds" =~ ^[0-9]+$ ]] || usage
 if [[ "$which" == all ]]; then
@@ -31,7 +34,9 @@ bash "$root/tools/install-deps.sh" --fuzz
 export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-$(command -v ccache || true)}"
 cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_FUZZ=ON \
   -DGRAPHRUN_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j"$(nproc)" --target "${selected[@]/%/_fuzz}"
+binaries=()
+for t in "${selected[@]}"; do binaries+=("$(binary "$t")"); done
+cmake --build "$build" -j"$(nproc)" --target "${binaries[@]}"
 
 max_len() {
   case "$1" in
@@ -45,11 +50,12 @@ max_len() {
 run_one() {
   local t="$1" work="$build/corpus/$1" findings="$build/findings/$1" log="$build/logs/$1.log"
   mkdir -p "$work" "$findings" "$build/logs"
-  local status=0
+  local status=0 dict=()
+  [[ -f "$root/fuzz/$t.dict" ]] && dict=("-dict=$root/fuzz/$t.dict")  # the words of its inputs, if it has one
   ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:abort_on_error=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    "$build/${t}_fuzz" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
-      -print_final_stats=1 -artifact_prefix="$findings/" "${@:2}" "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1 || status=$?
+    "$build/$(binary "$t")" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -max_len="$(max_len "$t")" \
+      -print_final_stats=1 -artifact_prefix="$findings/" "${dict[@]}" "${@:2}" "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1 || status=$?
   local last runs
   last="$(grep -E '^#[0-9]+' "$log" | tail -1 || true)"
   runs="$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo '?')"
