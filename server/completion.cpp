@@ -63,8 +63,7 @@ std::vector<int32_t> prompt_ids(const ModelInfo& info, const CompletionRequest& 
 
 CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetrics& metrics, JobRegistry& jobs,
                              CompletionRequest request)
-    : info_(info),
-      backend_(backend),
+    : backend_(backend),
       metrics_(metrics),
       jobs_(jobs),
       request_(std::move(request)),

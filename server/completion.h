@@ -84,7 +84,6 @@ class CompletionRun {
         std::deque<Event> events;
     };
 
-    const ModelInfo& info_;
     Backend& backend_;
     ServerMetrics& metrics_;
     JobRegistry& jobs_;
