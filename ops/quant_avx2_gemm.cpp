@@ -182,8 +182,10 @@ GR_AVX2 inline __m256 row_scales8(const Block* const w[kLanes], int64_t b) {
 }
 
 // The 8 × 1 micro-tile: 8 weight rows · token t, lane r = row r, in the scalar order like every tile.
-// next_rows (8 rows further, or nullptr) is asked for at the offset being read, about one cache line
-// per row every two blocks: 8 short row streams at once are more than the hardware prefetcher follows.
+// With prefetch_next, the next 8 rows are asked for at the offset being read, about one cache line per
+// row every two blocks: 8 short row streams at once are more than the hardware prefetcher follows.
+// (A hint: it cannot fault. Without it the T1 kernel took 1.3-1.6x the CPU time on 5 of 6 TinyLlama
+// shapes, docs/performance.md.)
 template <typename B>
 GR_AVX2 void tile_8x1(const GemmArgs& a, const uint8_t* const rows[kTileRows], int n_rows, int64_t t,
                       int64_t row0, bool prefetch_next) {
