@@ -14,6 +14,12 @@
 // shapes: 2 rows × 4 tokens (prompts), 4 × 2 and 8 × 1 (decode, a batch's last tokens). The integer
 // block dots of 8 pairs are reduced together by one tree of horizontal adds into the 8 lanes; the
 // scales and the float sums are then one vector multiply and add for all 8.
+//
+// The 8 × 1 tile (decode: every call with one token) has its own kernel, tile_8x1: with one token there
+// is no activation block to share, so what costs is per (row, block) work. It reduces Q4_0's block dots
+// in int16 (one horizontal-add tree for 8 rows, no widening per row), builds the 8 rows' scales with
+// the scalar ALUs and one F16C conversion instead of 8 table loads and 7 inserts, and asks for the next
+// tile's rows while it reads this one's. Same per-output order and operations as every other tile.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -60,6 +66,12 @@ struct Q8Block {
         return _mm256_madd_epi16(_mm256_maddubs_epi16(w.abs_q, _mm256_sign_epi8(x.q, w.q)),
                                  _mm256_set1_epi16(1));
     }
+    // Block b of 8 rows · one activation block -> lane r = row r's exact block dot.
+    GR_AVX2 static __m256i dots8(const block_q8_0* const w[kLanes], int64_t b, const Act& x) {
+        __m256i sums[kLanes];
+        for (int r = 0; r < kLanes; ++r) sums[r] = dot(weight(w[r][b]), x);
+        return reduce8(sums);
+    }
 };
 
 struct Q4Block {
@@ -77,8 +89,25 @@ struct Q4Block {
     }
     // (nibble - 8) · x = nibble · x - 8 · x; pair sums <= 2 * 15 * 127 and 2 * 8 * 127.
     GR_AVX2 static __m256i dot(const Weight& w, const Act& x) {
-        return _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(w.nibbles, x.q), x.eight_x),
-                                 _mm256_set1_epi16(1));
+        return _mm256_madd_epi16(pair_sums(w, x), _mm256_set1_epi16(1));
+    }
+    // (nibble - 8) · x for the 16 pairs of weights, as int16.
+    GR_AVX2 static __m256i pair_sums(const Weight& w, const Act& x) {
+        return _mm256_sub_epi16(_mm256_maddubs_epi16(w.nibbles, x.q), x.eight_x);
+    }
+    // Block b of 8 rows · one activation block -> lane r = row r's exact block dot. A whole block's
+    // 32 products are at most 32 * 8 * 127 = 32512 in magnitude (|x| <= 127: the activations are
+    // quantized with amax -> 127), so the rows' pair sums are added in int16 by one tree of horizontal
+    // adds (exact: no partial sum leaves int16) and widened once, for all 8 rows.
+    GR_AVX2 static __m256i dots8(const block_q4_0* const w[kLanes], int64_t b, const Act& x) {
+        __m256i p[kLanes];
+        for (int r = 0; r < kLanes; ++r) p[r] = pair_sums(weight(w[r][b]), x);
+        const __m256i p0123 = _mm256_hadd_epi16(_mm256_hadd_epi16(p[0], p[1]), _mm256_hadd_epi16(p[2], p[3]));
+        const __m256i p4567 = _mm256_hadd_epi16(_mm256_hadd_epi16(p[4], p[5]), _mm256_hadd_epi16(p[6], p[7]));
+        // Each 128-bit half: [row 0 .. row 7], the sum of that half's 16 products (weights 0..15 | 16..31).
+        const __m256i halves = _mm256_hadd_epi16(p0123, p4567);
+        return _mm256_cvtepi16_epi32(
+            _mm_add_epi16(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1)));
     }
 };
 
@@ -88,13 +117,11 @@ template <int T>
 GR_AVX2 inline __m256 lane_pattern(const float* v) {
     if constexpr (T == 4) return _mm256_setr_ps(v[0], v[1], v[2], v[3], v[0], v[1], v[2], v[3]);
     if constexpr (T == 2) return _mm256_setr_ps(v[0], v[1], v[0], v[1], v[0], v[1], v[0], v[1]);
-    if constexpr (T == 1) return _mm256_set1_ps(v[0]);
 }
 template <int R>
 GR_AVX2 inline __m256 row_pattern(const float* v) {
     if constexpr (R == 2) return _mm256_setr_ps(v[0], v[0], v[0], v[0], v[1], v[1], v[1], v[1]);
     if constexpr (R == 4) return _mm256_setr_ps(v[0], v[0], v[1], v[1], v[2], v[2], v[3], v[3]);
-    if constexpr (R == 8) return _mm256_setr_ps(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
 }
 
 // One micro-tile: kTileRows weight rows (G groups of R rows) × T tokens over all K, each accumulator
@@ -140,6 +167,49 @@ GR_AVX2 void micro_tile(const GemmArgs& a, const uint8_t* const rows[kTileRows],
         for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.y_stride + row0 + r] = out[r * T + t];
 }
 
+// The fp16 scales of block b of 8 rows as floats in row order. The scalar ALUs (idle in this loop)
+// pack the 8 halves into two 64-bit words and F16C converts them: the same floats as the fp16 table
+// (both conversions are exact; a NaN scale stays a NaN, and the multiply by d_x quiets it either way).
+template <typename Block>
+GR_AVX2 inline __m256 row_scales8(const Block* const w[kLanes], int64_t b) {
+    uint64_t low = 0, high = 0;
+    for (int r = 0; r < 4; ++r) low |= uint64_t(w[r][b].d) << (16 * r);
+    for (int r = 0; r < 4; ++r) high |= uint64_t(w[r + 4][b].d) << (16 * r);
+    // Keep the packing in general registers: left alone, GCC moves it into vector shifts and ors,
+    // which compete with the block dots for the vector ports.
+    asm("" : "+r"(low), "+r"(high));
+    return _mm256_cvtph_ps(_mm_set_epi64x(int64_t(high), int64_t(low)));
+}
+
+// The 8 × 1 micro-tile: 8 weight rows · token t, lane r = row r, in the scalar order like every tile.
+// With prefetch_next, the next 8 rows are asked for at the offset being read, about one cache line per
+// row every two blocks: 8 short row streams at once are more than the hardware prefetcher follows.
+// (A hint: it cannot fault. Without it the T1 kernel took 1.3-1.6x the CPU time on 5 of 6 TinyLlama
+// shapes, docs/performance.md.)
+template <typename B>
+GR_AVX2 void tile_8x1(const GemmArgs& a, const uint8_t* const rows[kTileRows], int n_rows, int64_t t,
+                      int64_t row0, bool prefetch_next) {
+    const float* f16 = fp16_to_f32_table();
+    const int64_t nb = a.k / kQK;
+    const typename B::Block* w[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) w[r] = reinterpret_cast<const typename B::Block*>(rows[r]);
+    const auto* x =
+        reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + t * a.xq_row_bytes);
+    const int64_t next = prefetch_next ? kTileRows * a.w_row_bytes : 0;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        if (next && (b & 1) == 0)
+            for (int r = 0; r < kTileRows; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
+        const __m256 scale = _mm256_mul_ps(row_scales8(w, b), _mm256_set1_ps(f16[x[b].d]));
+        const __m256i dots = B::dots8(w, b, B::act(x[b]));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
+    }
+    alignas(32) float out[kTileRows];
+    _mm256_store_ps(out, acc);
+    for (int r = 0; r < n_rows; ++r) a.y[t * a.y_stride + row0 + r] = out[r];
+}
+
 template <typename B>
 GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
     const auto* w = static_cast<const uint8_t*>(a.w);
@@ -156,8 +226,8 @@ GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
                     micro_tile<B, 4>(a, rows, n_rows, t0, r0);
                 else if (left >= 2)
                     micro_tile<B, 2>(a, rows, n_rows, t0, r0);
-                else
-                    micro_tile<B, 1>(a, rows, n_rows, t0, r0);
+                else  // the next tile's rows are the next ones read only in decode (one token)
+                    tile_8x1<B>(a, rows, n_rows, t0, r0, a.n_tokens == 1 && r0 + kTileRows < row_end);
             }
             t0 += left >= 4 ? 4 : left >= 2 ? 2 : 1;
         }

@@ -87,6 +87,29 @@ TEST(MatmulGemm, SingleRowRangesGiveTheWholeCallsBits) {
     }
 }
 
+// Tiny weights make subnormal fp16 block scales, which the decode tile converts with F16C and the
+// scalar path through fp16_to_f32: still the same bits, at one token and in a prompt's remainder.
+TEST(MatmulGemm, SubnormalWeightScalesGiveTheScalarBits) {
+    if (!cpu_features().avx2) GTEST_SKIP() << "this CPU has no AVX2";
+    const int64_t n = 21, k = 9 * 32;
+    for (DType wtype : kGemmTypes) {
+        auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, 21);
+        for (float& v : wf) v *= 1e-4f;  // block amax ~3e-4: d = amax / 127 or / 8, below fp16's 6.1e-5
+        for (int64_t n_tokens : {1, 5}) {
+            const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, 22);
+            QuantMatmul m(wtype, n_tokens, n, k, wf, xf);
+            uint16_t d0;
+            std::memcpy(&d0, m.w.data(), sizeof d0);  // the first block's scale leads its bytes
+            ASSERT_TRUE((d0 & 0x7c00) == 0 && (d0 & 0x3ff) != 0) << dtype_name(wtype) << " d " << d0;
+            matmul_quant_prepare(m.args, 0, n_tokens);
+            matmul_quant_run_with(m.args, 0, n, *quant_traits_at(wtype, SimdLevel::Avx2));
+            const std::vector<float> want = per_token_scalar(m, wtype, n_tokens, n, k);
+            EXPECT_EQ(std::memcmp(m.y.data(), want.data(), want.size() * sizeof(float)), 0)
+                << dtype_name(wtype) << " tokens " << n_tokens;
+        }
+    }
+}
+
 TEST(MatmulGemm, VecDotAtTheAvx2LevelIsTheScalarPathsBits) {
     if (!cpu_features().avx2) GTEST_SKIP() << "this CPU has no AVX2";
     for (DType wtype : kGemmTypes)
