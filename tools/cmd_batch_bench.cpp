@@ -221,6 +221,19 @@ std::vector<graph::Policy> policies_of(const std::string& name) {
     return {graph::Policy::Static, graph::Policy::Continuous};
 }
 
+// Each policy run opt.repeat times, the policies alternated so that drift in the machine's load falls
+// on all of them alike, and each policy's medians.
+std::vector<PolicyResult> alternated_medians(const std::shared_ptr<const graph::Model>& model,
+                                             const BenchOptions& opt, const std::vector<graph::Policy>& policies,
+                                             const WorkloadOptions& load) {
+    std::vector<std::vector<PolicyResult>> runs(policies.size());
+    for (int k = 0; k < opt.repeat; ++k)
+        for (size_t p = 0; p < policies.size(); ++p) runs[p].push_back(run_policy(model, opt, policies[p], load));
+    std::vector<PolicyResult> medians;
+    for (auto& r : runs) medians.push_back(median_of(std::move(r)));
+    return medians;
+}
+
 std::vector<double> sweep_rates(const BenchOptions& opt) {
     if (opt.sweep.empty()) {
         std::vector<double> rates;
@@ -244,7 +257,7 @@ void write_svg(const std::shared_ptr<const graph::Model>& model, const BenchOpti
     const std::vector<double> rates = sweep_rates(opt);
     SvgChart throughput{"Generated tokens/s", "offered load (requests/s)", "tokens/s", {}};
     SvgChart latency{"Time to first token, p50", "offered load (requests/s)", "ms", {}};
-    const graph::Policy policies[] = {graph::Policy::Static, graph::Policy::Continuous};
+    const std::vector<graph::Policy> policies = policies_of("both");
     for (graph::Policy policy : policies) {
         const std::string color = policy == graph::Policy::Static ? "#d62728" : "#1f77b4";
         throughput.series.push_back({graph::policy_name(policy), color, {}});
@@ -255,11 +268,9 @@ void write_svg(const std::shared_ptr<const graph::Model>& model, const BenchOpti
     for (double rate : rates) {
         WorkloadOptions load = opt.load;
         load.rate = rate;
-        std::vector<PolicyResult> runs[2];
-        for (int k = 0; k < opt.repeat; ++k)
-            for (size_t p = 0; p < 2; ++p) runs[p].push_back(run_policy(model, opt, policies[p], load));
-        for (size_t p = 0; p < 2; ++p) {
-            const PolicyResult r = median_of(std::move(runs[p]));
+        const std::vector<PolicyResult> medians = alternated_medians(model, opt, policies, load);
+        for (size_t p = 0; p < policies.size(); ++p) {
+            const PolicyResult& r = medians[p];
             std::fprintf(stderr, "graphrun: %s at %.2f requests/s: %.1f gen tok/s, TTFT p50 %.0f ms\n",
                          r.policy.c_str(), rate, r.gen_tokens_per_s, r.ttft_ms.p50);
             throughput.series[p].points.push_back({rate, r.gen_tokens_per_s});
@@ -289,13 +300,7 @@ void run_batch_bench(BenchOptions opt) {
     auto model = graph::Model::load(opt.model_path, opt.graph_path);
     if (!opt.svg.empty()) write_svg(model, opt);
 
-    const std::vector<graph::Policy> policies = policies_of(opt.policy);
-    std::vector<std::vector<PolicyResult>> runs(policies.size());
-    for (int k = 0; k < opt.repeat; ++k)
-        for (size_t p = 0; p < policies.size(); ++p)
-            runs[p].push_back(run_policy(model, opt, policies[p], w));
-    std::vector<PolicyResult> results;
-    for (auto& r : runs) results.push_back(median_of(std::move(r)));
+    const std::vector<PolicyResult> results = alternated_medians(model, opt, policies_of(opt.policy), w);
     if (opt.json) {
         nlohmann::ordered_json j = nlohmann::ordered_json::object();
         for (const PolicyResult& r : results) j[r.policy] = to_json(r);
