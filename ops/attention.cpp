@@ -11,7 +11,8 @@
 //     s_p = q[t,h] · k_cache[slot(t, p), g] / sqrt(hd)          for p = 0 .. positions[t] (causal)
 //     out[t,h] = sum_p softmax(s)_p * v_cache[slot(t, p), g]
 // A token reads only the blocks of its own table, so sequences sharing a batch never see each other;
-// blocks several tables hold (a shared prefix) are read by each. Units: (t, h) pairs, u = t * n_head + h.
+// blocks several tables hold (a shared prefix) are read by each. Units: (t, h) pairs, n_tokens * n_head of
+// them, in the kv-group-major order of ops/attention_paths.cpp (which balances a prompt over threads).
 //
 // Numerics. Greedy decoding follows llama.cpp's tokens through near-ties only if every rounding step is
 // the same as its, so these are the steps of ggml_compute_forward_flash_attn_ext_f16_one_chunk with an
@@ -42,8 +43,8 @@
 //     FMA round the v accumulation twice. We follow the AVX-512 build: llama.cpp's CPU-variant loader
 //     picks it on the machines the parity tests run on.
 // Values past f16's range (|x| > 65504) become inf when rounded, as in llama.cpp.
-// The kernels (scalar, AVX2, AVX-512; ops/cpu.h picks the level) are in ops/attention_paths.cpp; every one
-// equals attention_reference bit for bit.
+// The kernels (scalar and AVX2; ops/cpu.h picks the level, and AVX-512 CPUs run the AVX2 one, whose
+// bits are the same) are in ops/attention_paths.cpp; every one equals attention_reference bit for bit.
 #include "ops/attention.h"
 
 #include <algorithm>
@@ -216,7 +217,7 @@ const OpDef kAttentionOp = {
     .run = attention_run,
     .reference = attention_reference,
     .flops = attention_flops,
-    .simd_path = active_simd_level,
+    .simd_path = [] { return simd_level_capped(SimdLevel::Avx2); },
 };
 
 }  // namespace graphrun::ops
