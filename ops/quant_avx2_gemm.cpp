@@ -1,5 +1,10 @@
-// ops/quant_avx2_gemm.cpp — AVX2 GEMM for Q8_0 and Q4_0 weights against Q8_0 activations: a tile of
-// weight rows × tokens, so each weight block loaded and unpacked serves several tokens.
+// ops/quant_avx2_gemm.cpp — AVX2 GEMM for Q8_0 weights against Q8_0 activations in tiles of weight
+// rows × tokens, and the one-row dots (vec_dot) of Q8_0 and Q4_0 in the same order.
+//
+// Since ops/quant_avx2_lanes.cpp (one weight row per lane, no horizontal adds) took over prompts and
+// every Q4_0 call, this gemm runs Q8_0 calls of 1 to 3 tokens (decode, small batches): a Q8_0 block
+// needs no unpacking, and its straight 32-weight dot beats the lanes' transposition when a block
+// serves one token.
 //
 //   xq (n_tokens, K) Q8_0 · W (N, K)ᵀ Q8_0 / Q4_0 -> y (n_tokens, N) f32, rows [row_begin, row_end)
 //
@@ -10,16 +15,15 @@
 // token's row is the same bits for any n_tokens, tile boundary, row range or thread count, and equals
 // scalar::vec_dot (tests/matmul_gemm_test.cpp checks all of it).
 //
-// A micro-tile holds 8 (row, token) pairs per accumulator vector, one pair per float lane, in three
-// shapes: 2 rows × 4 tokens (prompts), 4 × 2 and 8 × 1 (decode, a batch's last tokens). The integer
+// A micro-tile holds 8 (row, token) pairs per accumulator vector, one pair per float lane, in two
+// shapes: 4 rows × 2 tokens and 8 × 1 (decode). The integer
 // block dots of 8 pairs are reduced together by one tree of horizontal adds into the 8 lanes; the
 // scales and the float sums are then one vector multiply and add for all 8.
 //
 // The 8 × 1 tile (decode: every call with one token) has its own kernel, tile_8x1: with one token there
-// is no activation block to share, so what costs is per (row, block) work. It reduces Q4_0's block dots
-// in int16 (one horizontal-add tree for 8 rows, no widening per row), builds the 8 rows' scales with
-// the scalar ALUs and one F16C conversion instead of 8 table loads and 7 inserts, and asks for the next
-// tile's rows while it reads this one's. Same per-output order and operations as every other tile.
+// is no activation block to share, so what costs is per (row, block) work. It builds the 8 rows' scales
+// with the scalar ALUs and one F16C conversion instead of 8 table loads and 7 inserts, and asks for the
+// next tile's rows while it reads this one's. Same per-output order and operations as every other tile.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -95,32 +99,16 @@ struct Q4Block {
     GR_AVX2 static __m256i pair_sums(const Weight& w, const Act& x) {
         return _mm256_sub_epi16(_mm256_maddubs_epi16(w.nibbles, x.q), x.eight_x);
     }
-    // Block b of 8 rows · one activation block -> lane r = row r's exact block dot. A whole block's
-    // 32 products are at most 32 * 8 * 127 = 32512 in magnitude (|x| <= 127: the activations are
-    // quantized with amax -> 127), so the rows' pair sums are added in int16 by one tree of horizontal
-    // adds (exact: no partial sum leaves int16) and widened once, for all 8 rows.
-    GR_AVX2 static __m256i dots8(const block_q4_0* const w[kLanes], int64_t b, const Act& x) {
-        __m256i p[kLanes];
-        for (int r = 0; r < kLanes; ++r) p[r] = pair_sums(weight(w[r][b]), x);
-        const __m256i p0123 = _mm256_hadd_epi16(_mm256_hadd_epi16(p[0], p[1]), _mm256_hadd_epi16(p[2], p[3]));
-        const __m256i p4567 = _mm256_hadd_epi16(_mm256_hadd_epi16(p[4], p[5]), _mm256_hadd_epi16(p[6], p[7]));
-        // Each 128-bit half: [row 0 .. row 7], the sum of that half's 16 products (weights 0..15 | 16..31).
-        const __m256i halves = _mm256_hadd_epi16(p0123, p4567);
-        return _mm256_cvtepi16_epi32(
-            _mm_add_epi16(_mm256_castsi256_si128(halves), _mm256_extracti128_si256(halves, 1)));
-    }
 };
 
 // The scale of lane l = pair (row l / T, token l % T): d_w[row] * d_x[token], broadcast from the fp16
 // table (exact conversions) in the lane pattern of the shape.
 template <int T>
 GR_AVX2 inline __m256 lane_pattern(const float* v) {
-    if constexpr (T == 4) return _mm256_setr_ps(v[0], v[1], v[2], v[3], v[0], v[1], v[2], v[3]);
     if constexpr (T == 2) return _mm256_setr_ps(v[0], v[1], v[0], v[1], v[0], v[1], v[0], v[1]);
 }
 template <int R>
 GR_AVX2 inline __m256 row_pattern(const float* v) {
-    if constexpr (R == 2) return _mm256_setr_ps(v[0], v[0], v[0], v[0], v[1], v[1], v[1], v[1]);
     if constexpr (R == 4) return _mm256_setr_ps(v[0], v[0], v[1], v[1], v[2], v[2], v[3], v[3]);
 }
 
@@ -222,14 +210,12 @@ GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
                 const uint8_t* rows[kTileRows];
                 for (int r = 0; r < kTileRows; ++r)
                     rows[r] = w + (r0 + std::min(r, n_rows - 1)) * a.w_row_bytes;
-                if (left >= 4)
-                    micro_tile<B, 4>(a, rows, n_rows, t0, r0);
-                else if (left >= 2)
+                if (left >= 2)
                     micro_tile<B, 2>(a, rows, n_rows, t0, r0);
                 else  // the next tile's rows are the next ones read only in decode (one token)
                     tile_8x1<B>(a, rows, n_rows, t0, r0, a.n_tokens == 1 && r0 + kTileRows < row_end);
             }
-            t0 += left >= 4 ? 4 : left >= 2 ? 2 : 1;
+            t0 += left >= 2 ? 2 : 1;
         }
     }
 }
@@ -268,9 +254,6 @@ namespace avx2 {
 
 void gemm_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
     gemm<Q8Block>(args, row_begin, row_end);
-}
-void gemm_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
-    gemm<Q4Block>(args, row_begin, row_end);
 }
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x) {
     return dot_in_scalar_order<Q8Block>(n, static_cast<const block_q8_0*>(w),

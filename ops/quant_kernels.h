@@ -75,11 +75,14 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace scalar
 
 namespace avx2 {
-// Q8_0 and Q4_0 (ops/quant_avx2_gemm.cpp): the scalar path's bits exactly, one row or a whole tile.
+// Q8_0 and Q4_0 (ops/quant_avx2_gemm.cpp, ops/quant_avx2_lanes.cpp): the scalar path's bits exactly,
+// one row or a whole tile. The traits' gemm is gemm_lanes_*; gemm_q8_0_q8_0 (row tiles) runs its
+// Q8_0 calls below 4 tokens.
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
 void gemm_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
-void gemm_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* x);
 float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* x);
