@@ -27,6 +27,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "ops/quant_avx2_util.h"
@@ -39,6 +40,13 @@ namespace {
 constexpr int kRows = 8;     // rows per group: one per lane
 constexpr int kSteps = 8;    // 4-weight steps per 32-weight block
 constexpr int kTokens = 4;   // tokens per prompt micro-tile
+
+// 4 activation bytes (x.qs + 4 s, not 4-byte aligned inside a block) broadcast to every lane.
+GR_AVX2 inline __m256i broadcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
 
 GR_AVX2 inline __m256i load16x2(const void* low, const void* high) {
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(low))),
@@ -86,10 +94,10 @@ struct Q4Lanes {
         }
     }
     // sum over the block of nibble · x, per lane (the zero point is taken off by the caller).
-    GR_AVX2 static __m256i dots(const __m256i v[kVectors], const int32_t* x) {
-        __m256i acc = _mm256_maddubs_epi16(v[0], _mm256_set1_epi32(x[0]));
+    GR_AVX2 static __m256i dots(const __m256i v[kVectors], const int8_t* x) {
+        __m256i acc = _mm256_maddubs_epi16(v[0], broadcast4(x));
         for (int s = 1; s < kSteps; ++s)
-            acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(v[s], _mm256_set1_epi32(x[s])));
+            acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(v[s], broadcast4(x + 4 * s)));
         return _mm256_madd_epi16(acc, _mm256_set1_epi16(1));
     }
 };
@@ -107,11 +115,11 @@ struct Q8Lanes {
         for (int s = 0; s < kSteps; ++s) v[kSteps + s] = _mm256_sign_epi8(v[s], v[s]);
     }
     // |w| · (x with w's sign): unsigned · signed for maddubs.
-    GR_AVX2 static __m256i dots(const __m256i v[kVectors], const int32_t* x) {
+    GR_AVX2 static __m256i dots(const __m256i v[kVectors], const int8_t* x) {
         const __m256i ones = _mm256_set1_epi16(1);
         __m256i acc = _mm256_setzero_si256();
         for (int s = 0; s < kSteps; ++s) {
-            const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(x[s]), v[s]);
+            const __m256i xs = _mm256_sign_epi8(broadcast4(x + 4 * s), v[s]);
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(v[kSteps + s], xs), ones));
         }
         return acc;
@@ -158,7 +166,7 @@ GR_AVX2 void group_one_token(const GemmArgs& a, const Group& g, int64_t t, const
             for (int r = 0; r < kRows; ++r) _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
         __m256i v[L::kVectors];
         L::transpose(w, b, v);
-        __m256i dots = L::dots(v, reinterpret_cast<const int32_t*>(x[b].qs));
+        __m256i dots = L::dots(v, x[b].qs);
         if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(zero[b]));
         const __m256 scale = _mm256_mul_ps(row_scales(w, b), _mm256_set1_ps(f16[x[b].d]));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
@@ -184,7 +192,7 @@ GR_AVX2 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, const i
             v[s] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + (b * L::kVectors + s) * 8));
         const __m256 dw_b = _mm256_loadu_ps(dw + b * 8);
         for (int i = 0; i < kTokens; ++i) {
-            __m256i dots = L::dots(v, reinterpret_cast<const int32_t*>(x[i][b].qs));
+            __m256i dots = L::dots(v, x[i][b].qs);
             if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(zero[(t0 + i) * nb + b]));
             const __m256 scale = _mm256_mul_ps(dw_b, _mm256_set1_ps(f16[x[i][b].d]));
             acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
