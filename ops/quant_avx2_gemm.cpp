@@ -165,9 +165,11 @@ GR_AVX2 void tile_4x2(const GemmArgs& a, const uint8_t* const rows[kTileRows], i
     for (int r = 0; r < kTileRows; ++r) w[r] = reinterpret_cast<const typename B::Block*>(rows[r]);
     const auto* x0 =
         reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + t0 * a.xq_row_bytes);
-    const auto* x1 = reinterpret_cast<const block_q8_0*>(reinterpret_cast<const uint8_t*>(x0) + a.xq_row_bytes);
+    const auto* x1 =
+        reinterpret_cast<const block_q8_0*>(reinterpret_cast<const uint8_t*>(x0) + a.xq_row_bytes);
     const __m256i token_lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-    const __m256i row_lanes[G] = {_mm256_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3), _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7)};
+    const __m256i row_lanes[G] = {_mm256_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3),
+                                  _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7)};
     __m256 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     const int64_t next = prefetch_next ? kTileRows * a.w_row_bytes : 0;
@@ -194,7 +196,8 @@ GR_AVX2 void tile_4x2(const GemmArgs& a, const uint8_t* const rows[kTileRows], i
     for (int g = 0; g < G; ++g) _mm256_store_ps(out + g * kLanes, acc[g]);
     for (int g = 0; g < G; ++g)
         for (int i = 0; i < R && g * R + i < n_rows; ++i)
-            for (int t = 0; t < 2; ++t) a.y[(t0 + t) * a.y_stride + row0 + g * R + i] = out[g * kLanes + t * R + i];
+            for (int t = 0; t < 2; ++t)
+                a.y[(t0 + t) * a.y_stride + row0 + g * R + i] = out[g * kLanes + t * R + i];
 }
 
 // The 8 × 1 micro-tile: 8 weight rows · token t, lane r = row r, in the scalar order like every tile.
