@@ -24,6 +24,9 @@
 // is no activation block to share, so what costs is per (row, block) work. It builds the 8 rows' scales
 // with the scalar ALUs and one F16C conversion instead of 8 table loads and 7 inserts, and asks for the
 // next tile's rows while it reads this one's. Same per-output order and operations as every other tile.
+// The 4 × 2 tile (tile_4x2: 2 or 3 tokens) takes its two tokens half block by half block (TokenPair),
+// so one maddubs serves two pairs and the tree starts from 4 vectors; it builds the scales by F16C
+// too and asks for the next rows in the same way.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -48,6 +51,19 @@ GR_AVX2 inline __m256i reduce8(const __m256i v[kLanes]) {
     const __m256i q1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
     // q0 = [v0..v3 low halves | v0..v3 high halves], q1 likewise for v4..v7.
     return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+// The 4 × 2 tile's activations: the two tokens' blocks laid out half by half, the first halves of
+// both in one vector ([token 0's q 0..15 | token 1's q 0..15]) and the second halves in another.
+// Against a weight row's half broadcast to both 128-bit lanes, one maddubs then serves the row's two
+// (row, token) pairs, and a pair's two halves add lane by lane with no shuffle: the tree of horizontal
+// adds that reduces 8 pairs starts from 4 vectors, not 8.
+struct TokenPair {
+    __m256i lo, hi;
+};
+GR_AVX2 inline TokenPair token_pair(const block_q8_0& first, const block_q8_0& second) {
+    const __m256i a = load32(first.qs), b = load32(second.qs);
+    return {_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31)};
 }
 
 // Per weight type: `Weight` is a block made ready for maddubs once per row, `Act` an activation block
@@ -76,6 +92,25 @@ struct Q8Block {
         for (int r = 0; r < kLanes; ++r) sums[r] = dot(weight(w[r][b]), x);
         return reduce8(sums);
     }
+
+    // The 4 × 2 tile (see TokenPair): a row's block as two halves, each broadcast to both 128-bit lanes.
+    struct Halves {
+        __m256i lo, hi;
+    };
+    GR_AVX2 static Halves halves(const block_q8_0& w) {
+        return {_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs))),
+                _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs + 16)))};
+    }
+    // One row's halves · the token pair -> [the first token's 4 int32 partial sums | the second's].
+    // |x| · (w with x's sign) for maddubs: the magnitudes are the tokens', so the compiler computes
+    // them once per block for every row of the tile. Pairs <= 2 * 127 * 128 < 32767 (|x| <= 127, as
+    // for dot()), but two halves' pair sums could pass it, so each is widened before they add.
+    GR_AVX2 static __m256i pair_dot(const Halves& w, const TokenPair& x) {
+        const __m256i lo = _mm256_maddubs_epi16(_mm256_sign_epi8(x.lo, x.lo), _mm256_sign_epi8(w.lo, x.lo));
+        const __m256i hi = _mm256_maddubs_epi16(_mm256_sign_epi8(x.hi, x.hi), _mm256_sign_epi8(w.hi, x.hi));
+        const __m256i one = _mm256_set1_epi16(1);
+        return _mm256_add_epi32(_mm256_madd_epi16(lo, one), _mm256_madd_epi16(hi, one));
+    }
 };
 
 struct Q4Block {
@@ -101,60 +136,6 @@ struct Q4Block {
     }
 };
 
-// The scale of lane l = pair (row l / T, token l % T): d_w[row] * d_x[token], broadcast from the fp16
-// table (exact conversions) in the lane pattern of the shape.
-template <int T>
-GR_AVX2 inline __m256 lane_pattern(const float* v) {
-    if constexpr (T == 2) return _mm256_setr_ps(v[0], v[1], v[0], v[1], v[0], v[1], v[0], v[1]);
-}
-template <int R>
-GR_AVX2 inline __m256 row_pattern(const float* v) {
-    if constexpr (R == 4) return _mm256_setr_ps(v[0], v[0], v[1], v[1], v[2], v[2], v[3], v[3]);
-}
-
-// One micro-tile: kTileRows weight rows (G groups of R rows) × T tokens over all K, each accumulator
-// lane in the scalar order. Rows past the range repeat a valid row (computed, not stored).
-template <typename B, int T>
-GR_AVX2 void micro_tile(const GemmArgs& a, const uint8_t* const rows[kTileRows], int n_rows, int64_t t0,
-                        int64_t row0) {
-    constexpr int R = kLanes / T, G = kTileRows / R;
-    const float* f16 = fp16_to_f32_table();
-    const int64_t nb = a.k / kQK;
-    const typename B::Block* w[kTileRows];
-    for (int r = 0; r < kTileRows; ++r) w[r] = reinterpret_cast<const typename B::Block*>(rows[r]);
-    const block_q8_0* x[T];
-    for (int t = 0; t < T; ++t)
-        x[t] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) +
-                                                   (t0 + t) * a.xq_row_bytes);
-    __m256 acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        typename B::Act xa[T];
-        float dx[T];
-        for (int t = 0; t < T; ++t) {
-            xa[t] = B::act(x[t][b]);
-            dx[t] = f16[x[t][b].d];
-        }
-        const __m256 dx_lanes = lane_pattern<T>(dx);
-        for (int g = 0; g < G; ++g) {
-            __m256i sums[kLanes];
-            float dw[R];
-            for (int r = 0; r < R; ++r) {
-                const typename B::Block& wb = w[g * R + r][b];
-                dw[r] = f16[wb.d];
-                const typename B::Weight wr = B::weight(wb);
-                for (int t = 0; t < T; ++t) sums[r * T + t] = B::dot(wr, xa[t]);
-            }
-            const __m256 scale = _mm256_mul_ps(row_pattern<R>(dw), dx_lanes);
-            acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_cvtepi32_ps(reduce8(sums)), scale));
-        }
-    }
-    alignas(32) float out[kTileRows * T];
-    for (int g = 0; g < G; ++g) _mm256_store_ps(out + g * kLanes, acc[g]);
-    for (int r = 0; r < n_rows; ++r)
-        for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.y_stride + row0 + r] = out[r * T + t];
-}
-
 // The fp16 scales of block b of 8 rows as floats in row order. The scalar ALUs (idle in this loop)
 // pack the 8 halves into two 64-bit words and F16C converts them: the same floats as the fp16 table
 // (both conversions are exact; a NaN scale stays a NaN, and the multiply by d_x quiets it either way).
@@ -167,6 +148,56 @@ GR_AVX2 inline __m256 row_scales8(const Block* const w[kLanes], int64_t b) {
     // which compete with the block dots for the vector ports.
     asm("" : "+r"(low), "+r"(high));
     return _mm256_cvtph_ps(_mm_set_epi64x(int64_t(high), int64_t(low)));
+}
+
+// The 4 × 2 micro-tile: kTileRows weight rows (two groups of 4) × tokens t0, t0 + 1 over all K, each
+// accumulator lane in the scalar order. Rows past the range repeat a valid row (computed, not stored).
+// Vector i of a group is pair_dot(row i, the token pair), so the tree leaves row i's first token in
+// lane i and its second token in lane i + 4: lanes (row, token) = (0,0) (1,0) (2,0) (3,0) (0,1) (1,1)
+// (2,1) (3,1). A lane's scale is d_w[row] * d_x[token], the same two floats (F16C conversions, exact
+// like the table) and multiply as scalar::, moved into the lane by a permute.
+template <typename B>
+GR_AVX2 void tile_4x2(const GemmArgs& a, const uint8_t* const rows[kTileRows], int n_rows, int64_t t0,
+                      int64_t row0, bool prefetch_next) {
+    constexpr int R = 4, G = kTileRows / R;
+    const int64_t nb = a.k / kQK;
+    const typename B::Block* w[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) w[r] = reinterpret_cast<const typename B::Block*>(rows[r]);
+    const auto* x0 =
+        reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + t0 * a.xq_row_bytes);
+    const auto* x1 =
+        reinterpret_cast<const block_q8_0*>(reinterpret_cast<const uint8_t*>(x0) + a.xq_row_bytes);
+    const __m256i token_lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const __m256i row_lanes[G] = {_mm256_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3),
+                                  _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7)};
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    const int64_t next = prefetch_next ? kTileRows * a.w_row_bytes : 0;
+    for (int64_t b = 0; b < nb; ++b) {
+        if (next && (b & 1) == 0)  // as in tile_8x1
+            for (int r = 0; r < kTileRows; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
+        const TokenPair xp = token_pair(x0[b], x1[b]);
+        uint32_t packed = uint32_t(x0[b].d) | uint32_t(x1[b].d) << 16;
+        asm("" : "+r"(packed));  // as in row_scales8
+        const __m256 dx = _mm256_permutevar8x32_ps(
+            _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(int(packed)))), token_lanes);
+        const __m256 dw = row_scales8(w, b);
+        for (int g = 0; g < G; ++g) {
+            __m256i v[R];
+            for (int r = 0; r < R; ++r) v[r] = B::pair_dot(B::halves(w[g * R + r][b]), xp);
+            const __m256i dots =
+                _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+            const __m256 scale = _mm256_mul_ps(_mm256_permutevar8x32_ps(dw, row_lanes[g]), dx);
+            acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
+        }
+    }
+    alignas(32) float out[kTileRows * 2];
+    for (int g = 0; g < G; ++g) _mm256_store_ps(out + g * kLanes, acc[g]);
+    for (int g = 0; g < G; ++g)
+        for (int i = 0; i < R && g * R + i < n_rows; ++i)
+            for (int t = 0; t < 2; ++t)
+                a.y[(t0 + t) * a.y_stride + row0 + g * R + i] = out[g * kLanes + t * R + i];
 }
 
 // The 8 × 1 micro-tile: 8 weight rows · token t, lane r = row r, in the scalar order like every tile.
@@ -210,9 +241,12 @@ GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
                 const uint8_t* rows[kTileRows];
                 for (int r = 0; r < kTileRows; ++r)
                     rows[r] = w + (r0 + std::min(r, n_rows - 1)) * a.w_row_bytes;
+                // The next tile's rows are the next ones read in decode (one token), and nearly so in
+                // the calls of 2 or 3 tokens the traits give this gemm (the 3rd token's 8 × 1 tiles
+                // reread rows already in cache).
                 if (left >= 2)
-                    micro_tile<B, 2>(a, rows, n_rows, t0, r0);
-                else  // the next tile's rows are the next ones read only in decode (one token)
+                    tile_4x2<B>(a, rows, n_rows, t0, r0, a.n_tokens <= 3 && r0 + kTileRows < row_end);
+                else
                     tile_8x1<B>(a, rows, n_rows, t0, r0, a.n_tokens == 1 && r0 + kTileRows < row_end);
             }
             t0 += left >= 2 ? 2 : 1;
