@@ -40,11 +40,11 @@ inline float mul_then_add(float a, float b, float c) {
     return product + c;
 }
 
-// ggml's dot for the elements past the last multiple of 64: one double sum per position, element by
-// element (for hd < 64, the whole dot).
-inline void dot_tails(const float* q, const float* const* k, int n, int n64, int hd, double* sum) {
-    for (int i = n64; i < hd; ++i)
-        for (int j = 0; j < n; ++j) sum[j] += double(q[i] * k[j][i]);
+// ggml's dot for the elements past the last multiple of 64, added to the lanes' sum in double one by
+// one (for hd < 64, the whole dot).
+inline double dot_tail(const float* q, const float* k, int n64, int hd, double sum) {
+    for (int i = n64; i < hd; ++i) sum += double(q[i] * k[i]);
+    return sum;
 }
 
 // One position's softmax step (attention.cpp, step 3), decided before the values are folded in.
@@ -77,9 +77,7 @@ struct ScalarLoops {
             for (int l = 0; l < 16; ++l) r[l] = (lane[l] + lane[32 + l]) + (lane[16 + l] + lane[48 + l]);
             for (int w = 8; w >= 1; w /= 2)
                 for (int l = 0; l < w; ++l) r[l] += r[l + w];
-            double sum = r[0];
-            dot_tails(qf, &kj, 1, n64, hd, &sum);
-            s[j] = float(sum);
+            s[j] = float(dot_tail(qf, kj, n64, hd, r[0]));
         }
     }
     static void fold(float* acc, const float* v, const Step* steps, int nb, int hd) {
@@ -157,9 +155,7 @@ struct Avx2Loops {
             // (g0 + g2) + (g1 + g3), lanes 0..7 and 8..15 separately
             const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
             const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
-            double sum = double(reduce16(lo, hi));
-            dot_tails(qf, &kj, 1, n64, hd, &sum);
-            s[j] = float(sum);
+            s[j] = float(dot_tail(qf, kj, n64, hd, reduce16(lo, hi)));
         }
     }
     // The block's positions in order, for 64 elements at a time (8 accumulator registers, whose chains

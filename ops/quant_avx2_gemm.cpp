@@ -40,6 +40,7 @@ namespace {
 
 using avx2_util::load32;
 using avx2_util::nibbles32;
+using avx2_util::row_scales8;
 
 constexpr int kLanes = 8;         // (row, token) pairs per accumulator
 constexpr int kTileRows = 8;      // rows of one micro-tile, every shape
@@ -135,20 +136,6 @@ struct Q4Block {
         return _mm256_sub_epi16(_mm256_maddubs_epi16(w.nibbles, x.q), x.eight_x);
     }
 };
-
-// The fp16 scales of block b of 8 rows as floats in row order. The scalar ALUs (idle in this loop)
-// pack the 8 halves into two 64-bit words and F16C converts them: the same floats as the fp16 table
-// (both conversions are exact; a NaN scale stays a NaN, and the multiply by d_x quiets it either way).
-template <typename Block>
-GR_AVX2 inline __m256 row_scales8(const Block* const w[kLanes], int64_t b) {
-    uint64_t low = 0, high = 0;
-    for (int r = 0; r < 4; ++r) low |= uint64_t(w[r][b].d) << (16 * r);
-    for (int r = 0; r < 4; ++r) high |= uint64_t(w[r + 4][b].d) << (16 * r);
-    // Keep the packing in general registers: left alone, GCC moves it into vector shifts and ors,
-    // which compete with the block dots for the vector ports.
-    asm("" : "+r"(low), "+r"(high));
-    return _mm256_cvtph_ps(_mm_set_epi64x(int64_t(high), int64_t(low)));
-}
 
 // The 4 × 2 micro-tile: kTileRows weight rows (two groups of 4) × tokens t0, t0 + 1 over all K, each
 // accumulator lane in the scalar order. Rows past the range repeat a valid row (computed, not stored).

@@ -37,6 +37,8 @@ namespace graphrun::ops {
 
 namespace {
 
+using avx2_util::row_scales8;
+
 constexpr int kRows = 8;     // rows per group: one per lane
 constexpr int kSteps = 8;    // 4-weight steps per 32-weight block
 constexpr int kTokens = 4;   // tokens per prompt micro-tile
@@ -62,17 +64,6 @@ GR_AVX2 inline void transpose4(const __m256i p[4], __m256i u[4]) {
     u[1] = _mm256_unpackhi_epi64(t0, t2);
     u[2] = _mm256_unpacklo_epi64(t1, t3);
     u[3] = _mm256_unpackhi_epi64(t1, t3);
-}
-
-// The 8 rows' fp16 scales of block b as floats in row order, by one F16C conversion (exact, the fp16
-// table's floats).
-template <typename Block>
-GR_AVX2 inline __m256 row_scales(const Block* const w[kRows], int64_t b) {
-    uint64_t low = 0, high = 0;
-    for (int r = 0; r < 4; ++r) low |= uint64_t(w[r][b].d) << (16 * r);
-    for (int r = 0; r < 4; ++r) high |= uint64_t(w[r + 4][b].d) << (16 * r);
-    asm("" : "+r"(low), "+r"(high));  // keep the packing on the scalar ALUs
-    return _mm256_cvtph_ps(_mm_set_epi64x(int64_t(high), int64_t(low)));
 }
 
 // Per weight type: transpose() lays block b of 8 rows out as kVectors lane vectors; dots() takes them
@@ -168,7 +159,7 @@ GR_AVX2 void group_one_token(const GemmArgs& a, const Group& g, int64_t t, const
         L::transpose(w, b, v);
         __m256i dots = L::dots(v, x[b].qs);
         if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(zero[b]));
-        const __m256 scale = _mm256_mul_ps(row_scales(w, b), _mm256_set1_ps(f16[x[b].d]));
+        const __m256 scale = _mm256_mul_ps(row_scales8(w, b), _mm256_set1_ps(f16[x[b].d]));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
     }
     store_rows(a, g, t, acc);
@@ -227,7 +218,7 @@ GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
                 L::transpose(rows, b, v);
                 for (int s = 0; s < L::kVectors; ++s)
                     _mm256_storeu_si256(reinterpret_cast<__m256i*>(&lanes[size_t((b * L::kVectors + s) * 8)]), v[s]);
-                _mm256_storeu_ps(&dw[size_t(b * 8)], row_scales(rows, b));
+                _mm256_storeu_ps(&dw[size_t(b * 8)], row_scales8(rows, b));
             }
             for (; t + kTokens <= a.n_tokens; t += kTokens)
                 group_tokens<L>(a, g, t, lanes.data(), dw.data(), zero.data());

@@ -46,6 +46,21 @@ GR_AVX2 inline __m256i dot_u8_i8(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
+// The fp16 scales d of block b of 8 rows (w[0..7], blocks with a `uint16_t d`) as floats in row order.
+// The scalar ALUs (idle in the kernels that call this) pack the 8 halves into two 64-bit words and F16C
+// converts them: the same floats as the fp16 table (both conversions are exact; a NaN scale stays a
+// NaN, and the multiply by d_x quiets it either way).
+template <typename Block>
+GR_AVX2 inline __m256 row_scales8(const Block* const w[8], int64_t b) {
+    uint64_t low = 0, high = 0;
+    for (int r = 0; r < 4; ++r) low |= uint64_t(w[r][b].d) << (16 * r);
+    for (int r = 0; r < 4; ++r) high |= uint64_t(w[r + 4][b].d) << (16 * r);
+    // Keep the packing in general registers: left alone, GCC moves it into vector shifts and ors,
+    // which compete with the block dots for the vector ports.
+    asm("" : "+r"(low), "+r"(high));
+    return _mm256_cvtph_ps(_mm_set_epi64x(int64_t(high), int64_t(low)));
+}
+
 // Asks for the cache lines of [p, p + bytes): the matmul walks weight rows in order, and the kernels
 // request the next row's bytes at the offset they are reading (see ops/quant_avx512.cpp's prefetch).
 GR_AVX2 inline void prefetch_lines(const void* p, int bytes) {
