@@ -28,8 +28,8 @@
 #include "bench/big_buffer.h"
 #include "ops/matmul_f32.h"
 #include "ops/op_table.h"
-#include "ops/quant.h"
-#include "ops/quant_kernels.h"
+#include "ops/quant/traits.h"
+#include "ops/quant/kernels.h"
 
 namespace graphrun::bench {
 namespace {

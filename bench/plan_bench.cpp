@@ -9,7 +9,7 @@
 
 #include "graph/graph.h"
 #include "graph/plan.h"
-#include "graph/random_model.h"
+#include "tools/lib/random_model.h"
 
 namespace graphrun::bench {
 namespace {

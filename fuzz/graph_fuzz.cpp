@@ -12,7 +12,7 @@
 #include "fuzz/fuzz_util.h"
 #include "graph/graph.h"
 #include "graph/plan.h"
-#include "graph/random_model.h"
+#include "tools/lib/random_model.h"
 #include "runtime/aligned_buffer.h"
 #include "runtime/checked_math.h"
 #include "runtime/executor.h"

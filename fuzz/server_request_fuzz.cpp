@@ -12,7 +12,7 @@
 //   - the only exceptions are the ones the routes answer with 400 (ApiError, TokenizerError,
 //     ChatTemplateError), each with a message; anything else would be a 500;
 //   - an accepted request's fields are inside the ranges api_request.h documents;
-//   - the job reaching the backend is one the scheduler would run (graph/scheduler.cpp refuses the
+//   - the job reaching the backend is one the scheduler would run (engine/scheduler.cpp refuses the
 //     rest with its own words, not the API's): a prompt of ids in the vocabulary that leaves room in
 //     the context, max_tokens in 1 .. kMaxPredict, sampling a Sampler accepts.
 #include <chrono>

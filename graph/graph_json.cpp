@@ -2,7 +2,7 @@
 #include "graph/graph_json.h"
 
 #include "graph/graph.h"
-#include "graph/json_depth.h"
+#include "runtime/json_depth.h"
 #include "graph/limits.h"
 
 namespace graphrun::graph {

@@ -2,7 +2,7 @@
 // float conversion.
 //   ids (T) i32, table (n_vocab, n_embd) -> y (T, n_embd) f32
 #include "harness/op_coverage.h"
-#include "ops/quant.h"
+#include "ops/quant/traits.h"
 
 namespace graphrun::testing {
 namespace {

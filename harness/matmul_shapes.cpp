@@ -3,8 +3,8 @@
 // no edit here.
 //   x (T, K) f32 · W (N, K)ᵀ -> y (T, N) f32
 #include "harness/op_coverage.h"
-#include "ops/quant.h"
-#include "ops/quant_kernels.h"
+#include "ops/quant/traits.h"
+#include "ops/quant/kernels.h"
 
 namespace graphrun::testing {
 namespace {

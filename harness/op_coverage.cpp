@@ -1,7 +1,7 @@
 // harness/op_coverage.cpp — the coverage registry, the kernel paths and the split runs the walk shares.
 #include "harness/op_coverage.h"
 
-#include "ops/quant_kernels.h"
+#include "ops/quant/kernels.h"
 
 namespace graphrun::testing {
 

@@ -11,7 +11,7 @@
 
 #include "ops/op_checks.h"
 #include "ops/op_rows.h"
-#include "ops/quant.h"
+#include "ops/quant/traits.h"
 
 namespace graphrun::ops {
 

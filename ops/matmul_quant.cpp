@@ -1,5 +1,5 @@
 // ops/matmul_quant.cpp — matmul on quantized weights, one implementation for every type, driven by
-// the weight type's QuantTraits row (ops/quant.h).
+// the weight type's QuantTraits row (ops/quant/traits.h).
 //
 //   x (n_tokens, K) f32 · W (N, K)ᵀ quantized -> y (n_tokens, N) f32
 //   scratch: xq (n_tokens, K) in the traits' vec_dot_type (Q8_0, Q8_1 or Q8_K), the activations
@@ -25,7 +25,7 @@
 
 #include "ops/op_checks.h"
 #include "ops/op_rows.h"
-#include "ops/quant_kernels.h"
+#include "ops/quant/kernels.h"
 #include "runtime/fp16.h"
 
 namespace graphrun::ops {

@@ -1,5 +1,5 @@
 // ops/matmul_quant.h — the quantized matmul, one implementation for every weight type with a
-// QuantTraits row (ops/quant.h): its plan-time and run-time pieces, which the op table's matmul
+// QuantTraits row (ops/quant/traits.h): its plan-time and run-time pieces, which the op table's matmul
 // rows point at, and its plain-loop reference.
 //   x (n_tokens, K) f32 · W (N, K)ᵀ quantized -> y (n_tokens, N) f32; scratch: x in the weight
 //   type's vec_dot_type, n_tokens rows.

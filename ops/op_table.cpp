@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "ops/op_rows.h"
-#include "ops/quant.h"
+#include "ops/quant/traits.h"
 #include "runtime/checked_math.h"
 
 namespace graphrun::ops {

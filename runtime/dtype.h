@@ -6,7 +6,7 @@
 // ggml type id, so the id a GGUF file stores is the DType (ids ggml removed are not DTypes).
 //
 // Knowing a type's layout is enough to read a file, print its tensors and compute their sizes;
-// running a type needs kernels (ops/quant.h), and the planner refuses a type only where a plan
+// running a type needs kernels (ops/quant/traits.h), and the planner refuses a type only where a plan
 // would need a kernel that is missing.
 #pragma once
 

@@ -7,7 +7,7 @@
 // recording allocates nothing in the step loop (unless a run has more ranges than reserved).
 // Times are nanoseconds of std::chrono::steady_clock.
 //
-// A consumer (graph/profile.h) derives from StepTimeline and reads the run in run_finished(), which
+// A consumer (engine/profile.h) derives from StepTimeline and reads the run in run_finished(), which
 // the executor calls after the last step, on the calling thread, before run() returns.
 #pragma once
 

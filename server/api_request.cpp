@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graph/json_depth.h"
+#include "runtime/json_depth.h"
 #include "graph/limits.h"
 #include "server/api_error.h"
 

@@ -1,11 +1,11 @@
 // server/scheduler_backend.h — the Backend `graphrun serve` runs: the continuous scheduler
-// (graph/scheduler.h). Up to `parallel` sequences share every forward pass over one paged KV cache,
+// (engine/scheduler.h). Up to `parallel` sequences share every forward pass over one paged KV cache,
 // waiting requests join after every pass, a full queue is BackendBusy (HTTP 503).
 #pragma once
 
 #include <memory>
 
-#include "graph/scheduler.h"
+#include "engine/scheduler.h"
 #include "server/backend.h"
 
 namespace graphrun::server {

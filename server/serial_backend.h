@@ -1,4 +1,4 @@
-// server/serial_backend.h — a Backend that runs one job at a time on a Session (graph/session.h).
+// server/serial_backend.h — a Backend that runs one job at a time on a Session (engine/session.h).
 //
 // No sequences are shared: the next job waits for the one before to end. It is the reference the
 // scheduler's answers are held to (a greedy job gives the same tokens on both) and the backend for
@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "graph/session.h"
+#include "engine/session.h"
 #include "server/backend.h"
 
 namespace graphrun::server {

@@ -13,8 +13,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "graph/engine.h"
-#include "graph/quantize_model.h"
+#include "engine/engine.h"
+#include "tools/lib/quantize_model.h"
 #include "test_models.h"
 
 namespace graphrun {

@@ -1,7 +1,7 @@
 // tests/bench_test.cpp — `graphrun bench`: llama-bench's options and output formats, on a tiny model.
 // Only what the tool prints and how it reads its options is checked here; speed itself is measured
 // by running it (docs/performance.md), never asserted in a test.
-#include "graph/bench.h"
+#include "tools/lib/bench.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 
 #include "graph/limits.h"
 #include "graph/plan.h"
-#include "graph/session.h"
+#include "engine/session.h"
 #include "runtime/checked_math.h"
 #include "test_models.h"
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "graph/random_model.h"
+#include "tools/lib/random_model.h"
 #include "parity_util.h"
 #include "runtime/gguf.h"
 #include "test_models.h"

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "graph/session.h"
+#include "engine/session.h"
 #include "parity_util.h"
 #include "test_models.h"
 

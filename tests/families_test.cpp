@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "graph/data_files.h"
-#include "graph/session.h"
+#include "engine/session.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "parity_util.h"

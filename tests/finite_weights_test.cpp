@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "graph/quantize_model.h"
+#include "tools/lib/quantize_model.h"
 #include "runtime/finite_check.h"
 #include "runtime/fp16.h"
 #include "runtime/gguf.h"

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/session.h"
+#include "engine/session.h"
 #include "graph_test_util.h"
 #include "ops/attention.h"
 #include "test_models.h"

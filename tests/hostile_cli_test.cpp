@@ -15,7 +15,7 @@
 
 #include "graph/limits.h"
 #include "graph/plan.h"
-#include "graph/session.h"
+#include "engine/session.h"
 #include "parity_util.h"
 #include "runtime/gguf.h"
 #include "runtime/text/tokenizer.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "graph/session.h"
+#include "engine/session.h"
 #include "test_models.h"
 
 namespace graphrun {

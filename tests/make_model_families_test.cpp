@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "graph/random_model.h"
+#include "tools/lib/random_model.h"
 #include "parity_util.h"
 #include "runtime/gguf.h"
 #include "test_models.h"

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <set>
 
-#include "graph/random_model.h"
+#include "tools/lib/random_model.h"
 #include "runtime/fp16.h"
 #include "runtime/gguf.h"
 

@@ -10,7 +10,7 @@
 
 #include "ops/matmul_quant.h"
 #include "ops/op_table.h"
-#include "ops/quant_kernels.h"
+#include "ops/quant/kernels.h"
 #include "tests/quant_test_util.h"
 
 namespace graphrun::ops {

@@ -14,7 +14,7 @@
 #include <map>
 #include <string>
 
-#include "ops/quant_kernels.h"
+#include "ops/quant/kernels.h"
 #include "tests/quant_test_util.h"
 
 namespace graphrun::ops {

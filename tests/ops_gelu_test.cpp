@@ -8,7 +8,7 @@
 #include <random>
 
 #include "graph/plan.h"
-#include "graph/session.h"
+#include "engine/session.h"
 #include "runtime/aligned_buffer.h"
 #include "runtime/executor.h"
 #include "tests/op_test_util.h"

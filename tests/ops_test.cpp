@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "ops/quant.h"
+#include "ops/quant/traits.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "tests/op_test_util.h"

@@ -1,7 +1,7 @@
 // tests/perplexity_test.cpp — graphrun perplexity as llama-perplexity computes it: chunks of n_ctx from
 // an empty cache, BOS first, the second half scored; the base log-prob file and the KL divergence
 // against it; the same figures on 1 and 2 threads; errors that name the problem.
-#include "graph/perplexity.h"
+#include "tools/lib/perplexity.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "graph/quantize_model.h"
+#include "tools/lib/quantize_model.h"
 #include "parity_util.h"
 #include "quantize_test_util.h"
 #include "runtime/text/tokenizer.h"

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/plan.h"
-#include "graph/session.h"
+#include "engine/session.h"
 #include "test_models.h"
 
 namespace graphrun {

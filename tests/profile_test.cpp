@@ -1,7 +1,7 @@
 // tests/profile_test.cpp — what the executor records when asked (every step, ranges that cover each
 // phase exactly once), the profiler's sums and byte counts, the trace file, and that recording
 // changes no result.
-#include "graph/profile.h"
+#include "engine/profile.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "graph/session.h"
+#include "engine/session.h"
 #include "parity_util.h"
 #include "test_models.h"
 

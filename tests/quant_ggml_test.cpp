@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/quant.h"
+#include "ops/quant/traits.h"
 #include "tests/parity_util.h"
 #include "tests/quant_test_util.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/quant.h"
+#include "ops/quant/traits.h"
 #include "runtime/gguf.h"
 
 namespace graphrun::ops {

@@ -3,7 +3,7 @@
 //     (type, bytes) and key for key;
 //   - the rules on a 32-layer skeleton: which attn_v / ffn_down layers get more bits in each mix,
 //     output.weight, tied embeddings, rows that are not whole blocks, --pure, forced types.
-#include "graph/quant_mix.h"
+#include "tools/lib/quant_mix.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <map>
 
-#include "graph/quantize_model.h"
+#include "tools/lib/quantize_model.h"
 #include "quantize_test_util.h"
 #include "runtime/gguf.h"
 #include "test_models.h"

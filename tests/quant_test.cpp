@@ -1,6 +1,6 @@
 // tests/quant_test.cpp — Q8_0 / Q4_0 quantizers (ggml's rounding, bit for bit), the block layouts,
 // F16 row conversions, and every SIMD dot product path against the scalar one.
-#include "ops/quant.h"
+#include "ops/quant/traits.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "ops/quant_kernels.h"
+#include "ops/quant/kernels.h"
 #include "runtime/fp16.h"
 #include "tests/quant_test_util.h"
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "harness/op_call.h"
-#include "ops/quant.h"
-#include "ops/quant_kernels.h"
+#include "ops/quant/traits.h"
+#include "ops/quant/kernels.h"
 #include "runtime/kernel.h"
 
 namespace graphrun::ops::testing {

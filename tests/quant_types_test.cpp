@@ -10,7 +10,7 @@
 #include <cstring>
 #include <map>
 
-#include "ops/quant_kernels.h"
+#include "ops/quant/kernels.h"
 #include "runtime/fp16.h"
 #include "tests/quant_test_util.h"
 

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "graph/quantize_model.h"
+#include "tools/lib/quantize_model.h"
 #include "parity_util.h"
 #include "quantize_test_util.h"
 #include "test_models.h"

@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <map>
 
-#include "graph/quantize_model.h"
-#include "graph/session.h"
-#include "ops/quant.h"
+#include "tools/lib/quantize_model.h"
+#include "engine/session.h"
+#include "ops/quant/traits.h"
 #include "parity_util.h"
 #include "quantize_test_util.h"
 #include "runtime/gguf.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/session.h"
+#include "engine/session.h"
 #include "test_models.h"
 
 namespace graphrun::testing {

@@ -11,8 +11,8 @@
 
 #include <cstdio>
 
-#include "graph/quantize_model.h"
-#include "graph/session.h"
+#include "tools/lib/quantize_model.h"
+#include "engine/session.h"
 #include "parity_util.h"
 #include "quantize_test_util.h"
 #include "test_models.h"

@@ -2,7 +2,7 @@
 // gets alone, under both policies; static batches run to their end before others join; requests that
 // cannot run are refused with a reason; cancelling frees blocks; the context's end is a reason the
 // caller sees; shared prefixes use one prefix's blocks and skip its evaluation; the engine thread.
-#include "graph/scheduler.h"
+#include "engine/scheduler.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

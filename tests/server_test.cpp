@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "graph/generate.h"
+#include "engine/generate.h"
 #include "server/api_request.h"
 #include "tests/server_test_util.h"
 

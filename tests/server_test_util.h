@@ -11,7 +11,7 @@
 
 #include "graph/data_files.h"
 #include "graph/plan.h"
-#include "graph/session.h"
+#include "engine/session.h"
 #include "server/http_server.h"
 #include "server/scheduler_backend.h"
 #include "server/serial_backend.h"

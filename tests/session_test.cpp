@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "graph/session.h"
+#include "engine/session.h"
 #include "test_models.h"
 
 namespace graphrun {

@@ -13,7 +13,7 @@
 #include <system_error>
 #include <vector>
 
-#include "graph/random_model.h"
+#include "tools/lib/random_model.h"
 
 namespace graphrun::testing {
 

@@ -36,7 +36,7 @@
 #include <thread>
 #include <vector>
 
-#include "graph/scheduler.h"
+#include "engine/scheduler.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
 #include "tools/svg_chart.h"

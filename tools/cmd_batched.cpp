@@ -4,7 +4,7 @@
 //   graphrun batched -m MODEL -f prompts.txt -n 32                         one sequence per line
 //
 // Like llama.cpp's llama-batched, but -n is the tokens generated per sequence (as in graphrun's other
-// commands). Every sequence is a request to the continuous scheduler (graph/scheduler.h); the prompt's
+// commands). Every sequence is a request to the continuous scheduler (engine/scheduler.h); the prompt's
 // full blocks are evaluated once and shared by the others through the prefix cache. With --seed S
 // sequence I samples with seed S + I; with --temp 0 each sequence is the single-sequence greedy text.
 // stdout: "sequence I:" and its text (prompt included) for each, in order; timings go to stderr.
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/scheduler.h"
+#include "engine/scheduler.h"
 #include "runtime/bounded_read.h"
 #include "runtime/text/tokenizer.h"
 #include "tools/commands.h"

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/bench.h"
-#include "graph/engine.h"
+#include "tools/lib/bench.h"
+#include "engine/engine.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
 

@@ -1,16 +1,16 @@
-// tools/cmd_bench.cpp — `graphrun bench`: pp/tg tokens/s as llama-bench measures them (graph/bench.h).
+// tools/cmd_bench.cpp — `graphrun bench`: pp/tg tokens/s as llama-bench measures them (tools/lib/bench.h).
 //
 //   graphrun bench -m MODEL.gguf -t 2 -p 512 -n 128 -r 5           markdown table on stdout
 //   graphrun bench -m MODEL.gguf -t 1,2 -n 128 -d 0,1024 -o json   llama-bench's JSON fields
 //   graphrun bench -m MODEL.gguf -p 0 -n 32 --profile              where the time goes, on stderr
-// The options are llama-bench's (parsed by graph/bench_options.cpp, so they read the same); stdout
+// The options are llama-bench's (parsed by tools/lib/bench_options.cpp, so they read the same); stdout
 // holds the table, JSON or CSV and nothing else; progress, bandwidth and profiles go to stderr.
 #include <cstdio>
 #include <map>
 #include <optional>
 
-#include "graph/bench.h"
-#include "graph/bench_report.h"
+#include "tools/lib/bench.h"
+#include "tools/lib/bench_report.h"
 #include "runtime/read_bandwidth.h"
 #include "tools/commands.h"
 
@@ -75,7 +75,7 @@ void register_bench(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("bench",
                                        "Prompt and generation tokens/s, as llama-bench measures them "
                                        "(graphrun bench --help)");
-    // llama-bench's spelling (-ub, -pg, repeated options, ranges) is parsed by graph/bench_options.cpp.
+    // llama-bench's spelling (-ub, -pg, repeated options, ranges) is parsed by tools/lib/bench_options.cpp.
     cmd->prefix_command();
     cmd->allow_extras();
     cmd->set_help_flag();

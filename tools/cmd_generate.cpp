@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/generate.h"
+#include "engine/generate.h"
 #include "graph/limits.h"
 #include "runtime/bounded_read.h"
 #include "runtime/finite_check.h"

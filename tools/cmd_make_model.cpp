@@ -5,7 +5,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "graph/random_model.h"
+#include "tools/lib/random_model.h"
 #include "runtime/gguf.h"
 #include "tools/commands.h"
 

@@ -1,7 +1,7 @@
 // tools/cmd_perplexity.cpp — `graphrun perplexity -m MODEL -f TEXT [-c N] [--chunks N]
 // [--kl-divergence-base FILE [--kl-divergence]]`: perplexity on a text as llama-perplexity computes it,
 // and the KL divergence of a (quantized) model against a base model's saved log-probs
-// (graph/perplexity.h has the method and the file format, which is llama.cpp's).
+// (tools/lib/perplexity.h has the method and the file format, which is llama.cpp's).
 //
 //   graphrun perplexity -m base.gguf -f text.txt -c 256 --kl-divergence-base base.kld   # PPL, saves
 //   graphrun perplexity -m q4_k_m.gguf --kl-divergence-base base.kld --kl-divergence    # KLD vs base
@@ -14,8 +14,8 @@
 #include <string>
 
 #include "graph/limits.h"
-#include "graph/perplexity.h"
-#include "graph/session.h"
+#include "tools/lib/perplexity.h"
+#include "engine/session.h"
 #include "runtime/bounded_read.h"
 #include "runtime/gguf.h"
 #include "runtime/text/tokenizer.h"

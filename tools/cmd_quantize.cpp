@@ -1,6 +1,6 @@
 // tools/cmd_quantize.cpp — `graphrun quantize IN.gguf OUT.gguf TYPE [--pure] [--output-tensor-type T]
 // [--token-embedding-type T]`: a model's weight matrices quantized as llama-quantize does it, TYPE a
-// mix (q4_k_m, q5_k_m, q6_k, q4_k_s, q5_0, q4_1, q8_0, ...; graph/quant_mix.h has the rules).
+// mix (q4_k_m, q5_k_m, q6_k, q4_k_s, q5_0, q4_1, q8_0, ...; tools/lib/quant_mix.h has the rules).
 //
 // stderr: progress (one line redrawn with \r on a terminal, else one line per tensor) and every
 // tensor that stayed unquantized, by name, with the reason. stdout: the summary.
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "graph/quant_mix.h"
-#include "graph/quantize_model.h"
-#include "ops/quant.h"
+#include "tools/lib/quant_mix.h"
+#include "tools/lib/quantize_model.h"
+#include "ops/quant/traits.h"
 #include "tools/commands.h"
 
 namespace graphrun::tools {

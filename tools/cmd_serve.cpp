@@ -20,7 +20,7 @@
 #include "graph/graph.h"
 #include "graph/limits.h"
 #include "graph/plan.h"
-#include "graph/session.h"
+#include "engine/session.h"
 #include "server/http_server.h"
 #include "server/scheduler_backend.h"
 #include "tools/commands.h"

@@ -12,7 +12,7 @@
 #include <istream>
 #include <string>
 
-#include "graph/session.h"
+#include "engine/session.h"
 #include "runtime/text/sampler.h"
 
 namespace graphrun::tools {

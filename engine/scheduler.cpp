@@ -1,0 +1,380 @@
+// engine/scheduler.cpp — admission, the step builder, sampling and the callbacks.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+namespace graphrun::graph {
+
+namespace {
+
+double steady_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
+TokenEvent cancelled_event(RequestId id, const RequestTiming* timing) {
+    TokenEvent e;
+    e.request = id;
+    e.finish = FinishReason::Cancelled;
+    e.timing = timing;
+    return e;
+}
+
+}  // namespace
+
+const char* policy_name(Policy policy) {
+    return policy == Policy::Static ? "static" : "continuous";
+}
+
+const char* finish_reason_name(FinishReason reason) {
+    switch (reason) {
+        case FinishReason::None:
+            return "none";
+        case FinishReason::Stop:
+            return "stop";
+        case FinishReason::Length:
+            return "length";
+        case FinishReason::ContextFull:
+            return "context_full";
+        case FinishReason::Cancelled:
+            return "cancelled";
+    }
+    return "?";
+}
+
+struct Scheduler::Queued {
+    RequestId id = 0;
+    Request request;
+    TokenCallback on_token;
+    double submitted = 0;
+};
+
+struct Scheduler::Running {
+    RequestId id = 0;
+    Request request;
+    TokenCallback on_token;
+    Sampler sampler;
+    SeqId seq = -1;
+    bool prompt_started = false;
+    size_t fed = 0;        // prompt positions the sequence holds (evaluated or reused)
+    int32_t pending = -1;  // the last sampled token, fed at the next step
+    int64_t reserve = 0;   // blocks admitted for this request
+    RequestTiming timing;
+    FinishReason finished = FinishReason::None;
+
+    Running(Queued&& q, int32_t n_vocab)
+        : id(q.id),
+          request(std::move(q.request)),
+          on_token(std::move(q.on_token)),
+          sampler(request.sampling, n_vocab) {
+        timing.submitted = q.submitted;
+        timing.prompt_tokens = int64_t(request.prompt.size());
+        for (int32_t t : request.prompt) sampler.accept(t);  // repetition penalties see the prompt
+    }
+    bool decoding() const { return fed == request.prompt.size() && pending >= 0; }
+};
+
+Scheduler::Scheduler(std::shared_ptr<const Model> model, SchedulerOptions options)
+    : options_(options),
+      engine_(std::move(model), {.n_ctx = options.n_ctx,
+                                 .n_seq = options.parallel,
+                                 .kv_blocks = options.kv_blocks,
+                                 .n_threads = options.n_threads,
+                                 .max_batch = options.step_tokens,
+                                 .prefix_cache = options.prefix_cache}),
+      start_time_(steady_seconds()) {
+    if (options_.parallel < 1 || options_.parallel > kMaxSequences)
+        throw std::invalid_argument("--parallel " + std::to_string(options_.parallel) + " is outside 1 .. " +
+                                    std::to_string(kMaxSequences));
+    if (options_.step_tokens < options_.parallel)
+        throw std::invalid_argument("step_tokens " + std::to_string(options_.step_tokens) +
+                                    " must be at least --parallel " + std::to_string(options_.parallel) +
+                                    " (every decoding sequence gets a token per step)");
+    if (options_.max_queue < 0) throw std::invalid_argument("max_queue must not be negative");
+    metrics_.kv_blocks_total = engine_.pool().n_blocks();
+}
+
+Scheduler::~Scheduler() {
+    stop();
+}
+
+double Scheduler::now() const {
+    return steady_seconds() - start_time_;
+}
+
+// The blocks the longest sequence this request can grow to may take: its positions (the prompt and
+// every generated token but the last, at most the context) and one for copying a shared block.
+int64_t Scheduler::blocks_for(const Request& request) const {
+    const int64_t positions =
+        std::min<int64_t>(engine_.n_ctx(), int64_t(request.prompt.size()) + request.max_tokens);
+    return ceil_div(positions, kKvBlockSize) + 1;
+}
+
+RequestId Scheduler::submit(Request request, TokenCallback on_token) {
+    const int64_t n_prompt = int64_t(request.prompt.size());
+    if (n_prompt == 0) throw RequestRefused("prompt: empty (at least one token is needed)");
+    for (size_t i = 0; i < request.prompt.size(); ++i)
+        if (request.prompt[i] < 0 || request.prompt[i] >= engine_.n_vocab())
+            throw RequestRefused("prompt: token " + std::to_string(i) + " has id " +
+                                 std::to_string(request.prompt[i]) + ", outside the vocabulary of " +
+                                 std::to_string(engine_.n_vocab()));
+    if (n_prompt > engine_.n_ctx())
+        throw RequestRefused("prompt: " + std::to_string(n_prompt) + " tokens do not fit in the context of " +
+                             std::to_string(engine_.n_ctx()) + " positions");
+    if (request.max_tokens < 1 || request.max_tokens > kMaxContext)
+        throw RequestRefused("max_tokens: " + std::to_string(request.max_tokens) + " is outside 1 .. " +
+                             std::to_string(kMaxContext));
+    try {
+        sampler_validate(request.sampling);
+    } catch (const std::invalid_argument& e) {
+        throw RequestRefused(std::string("sampling: ") + e.what());
+    }
+    const int64_t blocks = blocks_for(request);
+    if (blocks > engine_.pool().n_blocks())
+        throw RequestRefused("the request may need " + std::to_string(blocks) + " KV blocks, the pool has " +
+                             std::to_string(engine_.pool().n_blocks()));
+    std::lock_guard lock(mutex_);
+    // A request that a free sequence will take at the next step is not waiting, so --queue 0 still
+    // runs `parallel` requests at once; a finished request's sequence is free before it is retired.
+    const int64_t busy = std::count_if(running_.begin(), running_.end(),
+                                       [](const auto& r) { return r->finished == FinishReason::None; });
+    const int64_t free_sequences = std::max<int64_t>(0, options_.parallel - busy);
+    if (int64_t(queue_.size()) >= options_.max_queue + free_sequences)
+        throw QueueFull("the queue is full (" + std::to_string(queue_.size()) + " requests waiting, " +
+                        std::to_string(busy) + " running)");
+    auto q = std::make_unique<Queued>();
+    q->id = next_id_++;
+    q->request = std::move(request);
+    q->on_token = std::move(on_token);
+    q->submitted = now();
+    const RequestId id = q->id;
+    queue_.push_back(std::move(q));
+    metrics_.queued = int64_t(queue_.size());
+    wake_.notify_all();
+    return id;
+}
+
+bool Scheduler::cancel(RequestId id) {
+    std::unique_ptr<Queued> removed;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = std::find_if(queue_.begin(), queue_.end(), [&](const auto& q) { return q->id == id; });
+        if (it != queue_.end()) {
+            removed = std::move(*it);
+            queue_.erase(it);
+            metrics_.queued = int64_t(queue_.size());
+            ++metrics_.finished;
+            ++metrics_.cancelled;
+        } else {
+            const bool running = std::any_of(running_.begin(), running_.end(), [&](const auto& r) {
+                return r->id == id && r->finished == FinishReason::None;
+            });
+            if (!running) return false;
+            cancels_.push_back(id);
+            wake_.notify_all();
+            return true;
+        }
+    }
+    RequestTiming timing;
+    timing.submitted = removed->submitted;
+    timing.finished = now();
+    timing.prompt_tokens = int64_t(removed->request.prompt.size());
+    if (removed->on_token) removed->on_token(cancelled_event(id, &timing));
+    return true;
+}
+
+// Under the lock: queued requests become running while the policy lets them and the pool can hold
+// their worst case next to everyone else's.
+void Scheduler::admit() {
+    if (options_.policy == Policy::Static && !running_.empty()) return;  // the batch runs to its end
+    int64_t outstanding = 0;
+    for (const auto& r : running_)
+        outstanding += std::max<int64_t>(
+            0, r->reserve - (r->seq >= 0 ? int64_t(engine_.block_table(r->seq).size()) : 0));
+    while (!queue_.empty() && int64_t(running_.size()) < options_.parallel) {
+        const int64_t need = blocks_for(queue_.front()->request);
+        if (engine_.pool().n_available() - outstanding < need) break;  // waits for blocks to come back
+        auto r = std::make_unique<Running>(std::move(*queue_.front()), int32_t(engine_.n_vocab()));
+        queue_.pop_front();
+        r->reserve = need;
+        r->timing.started = now();
+        outstanding += need;
+        running_.push_back(std::move(r));
+    }
+    metrics_.queued = int64_t(queue_.size());
+}
+
+// Under the lock: ends the request, gives its blocks back and queues its last callback.
+void Scheduler::finish(Running& r, FinishReason reason, std::vector<std::function<void()>>& calls) {
+    r.finished = reason;
+    r.timing.finished = now();
+    if (r.seq >= 0) engine_.remove_sequence(r.seq);
+    r.seq = -1;
+    ++metrics_.finished;
+    if (reason == FinishReason::Cancelled) {
+        ++metrics_.cancelled;
+        Running* p = &r;
+        calls.push_back([p] {
+            if (p->on_token) p->on_token(cancelled_event(p->id, &p->timing));
+        });
+    }
+}
+
+bool Scheduler::step() {
+    std::vector<std::function<void()>> calls;
+    std::vector<std::unique_ptr<Running>> retired;  // finished: kept alive until their callbacks ran
+    std::vector<BatchToken> batch;
+    std::vector<Running*> owners;  // the request of each row of logits
+    int64_t sequences_in_batch = 0;
+    auto retire_finished = [&] {
+        for (auto& r : running_)
+            if (r->finished != FinishReason::None) retired.push_back(std::move(r));
+        std::erase(running_, nullptr);
+        metrics_.active = int64_t(running_.size());
+        metrics_.kv_blocks_in_use = engine_.pool().n_in_use();
+        metrics_.kv_blocks_cached = engine_.pool().n_cached();
+        metrics_.kv_blocks_peak = std::max(metrics_.kv_blocks_peak, metrics_.kv_blocks_in_use);
+    };
+    std::unique_lock lock(mutex_);
+    for (RequestId id : cancels_)
+        for (auto& r : running_)
+            if (r->id == id && r->finished == FinishReason::None) finish(*r, FinishReason::Cancelled, calls);
+    cancels_.clear();
+    retire_finished();
+    admit();
+    // Decode tokens first (static: only once every prompt of the batch is in), then one prompt's chunk.
+    Running* prompt = nullptr;
+    for (auto& r : running_)
+        if (r->fed < r->request.prompt.size()) {
+            prompt = r.get();
+            break;
+        }
+    const bool decode_now = options_.policy == Policy::Continuous || prompt == nullptr;
+    for (auto& r : running_)
+        if (decode_now && r->decoding()) {
+            batch.push_back({r->seq, r->pending, true});
+            owners.push_back(r.get());
+            ++sequences_in_batch;
+        }
+    const int64_t budget = options_.step_tokens - int64_t(batch.size());
+    if (prompt && budget > 0) {
+        if (!prompt->prompt_started) {
+            prompt->prompt_started = true;
+            prompt->seq = engine_.add_sequence();
+            prompt->fed = size_t(engine_.reuse_prefix(prompt->seq, prompt->request.prompt));
+            prompt->timing.prompt_reused = int64_t(prompt->fed);
+            metrics_.prompt_tokens_reused += int64_t(prompt->fed);
+        }
+        const size_t n = std::min(prompt->request.prompt.size() - prompt->fed, size_t(budget));
+        for (size_t i = 0; i < n; ++i) {
+            const bool last = prompt->fed + 1 == prompt->request.prompt.size();
+            batch.push_back({prompt->seq, prompt->request.prompt[prompt->fed++], last});
+            if (last) owners.push_back(prompt);
+        }
+        metrics_.prompt_tokens += int64_t(n);
+        ++sequences_in_batch;
+    }
+    if (!batch.empty()) {
+        // The forward pass, without the lock: submit, cancel and metrics go on meanwhile. Only this
+        // thread touches the engine and the running requests.
+        lock.unlock();
+        const std::span<const float> rows = engine_.decode(batch);
+        const size_t n_vocab = size_t(engine_.n_vocab());
+        lock.lock();
+        const double t = now();
+        for (size_t i = 0; i < owners.size(); ++i) {
+            Running& r = *owners[i];
+            const std::span<const float> row = rows.subspan(i * n_vocab, n_vocab);
+            const int32_t token = r.sampler.sample(row);
+            r.sampler.accept(token);
+            const int64_t index = r.timing.generated++;
+            if (index == 0) r.timing.first_token = t;
+            ++metrics_.generated_tokens;
+            FinishReason reason = FinishReason::None;
+            if (std::find(r.request.stop_ids.begin(), r.request.stop_ids.end(), token) !=
+                r.request.stop_ids.end())
+                reason = FinishReason::Stop;
+            else if (r.timing.generated >= r.request.max_tokens)
+                reason = FinishReason::Length;
+            else if (engine_.length(r.seq) >= engine_.n_ctx())
+                reason = FinishReason::ContextFull;  // no position left to feed the token back
+            r.pending = token;
+            if (reason != FinishReason::None) finish(r, reason, calls);
+            Running* p = &r;
+            calls.push_back([p, token, index, row, reason] {
+                if (p->on_token)
+                    p->on_token({.request = p->id,
+                                 .token = token,
+                                 .index = index,
+                                 .logits = row,
+                                 .finish = reason,
+                                 .timing = reason == FinishReason::None ? nullptr : &p->timing});
+            });
+        }
+        ++metrics_.steps;
+        metrics_.occupancy_last = double(sequences_in_batch) / double(options_.parallel);
+        occupancy_sum_ += metrics_.occupancy_last;
+        metrics_.occupancy_mean = occupancy_sum_ / double(metrics_.steps);
+    }
+    retire_finished();
+    // Callbacks without the lock (they may submit or cancel); the engine's rows stay valid until the
+    // next step, which this thread starts only after they return.
+    lock.unlock();
+    for (auto& call : calls) call();
+    return !batch.empty() || !calls.empty();
+}
+
+void Scheduler::run_until_idle() {
+    while (step() || !idle()) {
+    }
+}
+
+bool Scheduler::idle() const {
+    std::lock_guard lock(mutex_);
+    return queue_.empty() && running_.empty() && cancels_.empty();
+}
+
+SchedulerMetrics Scheduler::metrics() const {
+    std::lock_guard lock(mutex_);
+    return metrics_;
+}
+
+void Scheduler::thread_main() {
+    while (true) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(
+                lock, [&] { return stopping_ || !queue_.empty() || !running_.empty() || !cancels_.empty(); });
+            if (stopping_) return;
+        }
+        if (!step()) {
+            // Queued work that cannot start (its blocks are not free yet) waits for the next change.
+            std::unique_lock lock(mutex_);
+            wake_.wait_for(lock, std::chrono::milliseconds(20));
+        }
+    }
+}
+
+void Scheduler::start() {
+    std::lock_guard lock(mutex_);
+    if (thread_.joinable()) return;
+    stopping_ = false;
+    thread_ = std::thread([this] { thread_main(); });
+}
+
+void Scheduler::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        if (!thread_.joinable()) return;
+        stopping_ = true;
+        wake_.notify_all();
+    }
+    thread_.join();
+}
+
+}  // namespace graphrun::graph

@@ -1,0 +1,185 @@
+// engine/scheduler.h — requests in, tokens out: the batch API over one engine.
+//
+//   Scheduler scheduler(model, {.policy = Policy::Continuous, .parallel = 8});
+//   scheduler.start();                                    // an engine thread of its own
+//   RequestId id = scheduler.submit({.prompt = ids, .max_tokens = 64, .stop_ids = {eos}},
+//                                   [](const TokenEvent& e) { ... });   // from any thread
+//   scheduler.cancel(id);                                 // from any thread
+//   SchedulerMetrics m = scheduler.metrics();             // queue depth, KV blocks in use, ...
+//
+// Each step is one forward pass over up to `step_tokens` tokens: one token of every sequence that is
+// decoding, then a chunk of the prompt being evaluated (one prompt at a time, so the next prompt can
+// share the blocks of the one before; chunked, so decoding sequences never wait for a long prompt).
+// The two policies differ in who may start:
+//   continuous  after every step finished requests leave and waiting ones join (iteration-level)
+//   static      a batch of up to `parallel` requests starts together; no one joins until all of them
+//               have finished (a finished request leaves the batch, its place stays empty)
+//
+// Admission reserves, for each request, the KV blocks its longest possible sequence could take
+// (prompt + max_tokens, at most the context), so a running request never finds the pool empty; a
+// request whose need is more than the whole pool is refused at submit, one that fits later waits.
+// Prefix sharing (EngineOptions::prefix_cache) lets a prompt skip the cached blocks of a prompt that
+// started the same way, evaluated earlier or still running.
+//
+// Threads: submit, cancel, metrics and the queries are safe from any thread. step() runs on one
+// thread at a time (start() gives it one of its own). Callbacks run on the stepping thread, between
+// forward passes, with no lock held, so they may call submit or cancel; keep them short.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "runtime/text/sampler.h"
+
+namespace graphrun::graph {
+
+using RequestId = uint64_t;
+
+enum class Policy { Static, Continuous };
+const char* policy_name(Policy policy);  // "static", "continuous"
+
+enum class FinishReason {
+    None,         // still running
+    Stop,         // sampled one of the stop ids (the event carries it)
+    Length,       // max_tokens generated
+    ContextFull,  // the sequence reached the context length; OpenAI calls this "length" too
+    Cancelled,    // cancel() was called
+};
+const char* finish_reason_name(FinishReason reason);  // "stop", "length", "context_full", "cancelled"
+
+struct Request {
+    std::vector<int32_t> prompt{};    // token ids, BOS included if the model wants one
+    SamplerParams sampling{};         // temperature 0: greedy; the seed makes sampling reproducible
+    int64_t max_tokens = 16;          // tokens to generate at most (>= 1)
+    std::vector<int32_t> stop_ids{};  // generation ends when one is sampled (end-of-generation tokens)
+};
+
+// Times on std::chrono::steady_clock, in seconds since the scheduler was made.
+struct RequestTiming {
+    double submitted = 0, started = 0, first_token = 0, finished = 0;
+    int64_t prompt_tokens = 0;  // the prompt's length
+    int64_t prompt_reused = 0;  // positions found in the prefix cache, not evaluated
+    int64_t generated = 0;      // tokens sampled
+};
+
+struct TokenEvent {
+    RequestId request = 0;
+    int32_t token = -1;                        // the sampled token; -1 on an event without one (cancelled)
+    int64_t index = 0;                         // 0 for the first generated token
+    std::span<const float> logits{};           // the row it was sampled from (n_vocab), valid during the call
+    FinishReason finish = FinishReason::None;  // set on the request's last event
+    const RequestTiming* timing = nullptr;     // on the last event
+};
+using TokenCallback = std::function<void(const TokenEvent&)>;
+
+// submit() refuses a request that can never run (the text says why, naming the field).
+class RequestRefused : public std::invalid_argument {
+  public:
+    using std::invalid_argument::invalid_argument;
+};
+// submit() refuses a request because the queue is full (retry later: an HTTP server answers 503).
+class QueueFull : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct SchedulerOptions {
+    Policy policy = Policy::Continuous;
+    int64_t parallel = 4;      // sequences in a batch at most
+    int64_t max_queue = 16;    // requests waiting beyond the free sequences; submit past that throws QueueFull
+    int64_t n_ctx = 0;         // positions per sequence; 0: the model's, at most 2048
+    int64_t kv_blocks = 0;     // 0: enough for `parallel` full contexts
+    int64_t step_tokens = 64;  // tokens per forward pass at most (decode tokens + a prompt chunk)
+    int n_threads = 0;
+    bool prefix_cache = true;
+};
+
+struct SchedulerMetrics {
+    int64_t queued = 0;  // waiting to start
+    int64_t active = 0;  // holding a sequence (prompt or decoding)
+    int64_t kv_blocks_total = 0;
+    int64_t kv_blocks_in_use = 0;      // held by sequences
+    int64_t kv_blocks_cached = 0;      // kept for their prefix, free to be evicted
+    int64_t kv_blocks_peak = 0;        // most ever in use at once
+    int64_t steps = 0;                 // forward passes run
+    double occupancy_last = 0;         // sequences in the last pass / parallel
+    double occupancy_mean = 0;         // the mean over all passes
+    int64_t prompt_tokens = 0;         // prompt tokens evaluated
+    int64_t prompt_tokens_reused = 0;  // prompt positions taken from the prefix cache instead
+    int64_t generated_tokens = 0;
+    int64_t finished = 0;  // requests ended (any reason, cancellations included)
+    int64_t cancelled = 0;
+};
+
+class Scheduler {
+  public:
+    Scheduler(std::shared_ptr<const Model> model, SchedulerOptions options = {});
+    ~Scheduler();  // stops the engine thread; unfinished requests are cancelled
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    // Queues a request; `on_token` gets every token and then the last event. Throws RequestRefused
+    // (empty prompt, a token outside the vocabulary, a prompt longer than the context, max_tokens < 1,
+    // more KV blocks than the pool has) or QueueFull.
+    RequestId submit(Request request, TokenCallback on_token);
+    // Ends a request: a queued one at once, a running one before the next forward pass (its blocks go
+    // back to the pool then). Its callback gets a last event with FinishReason::Cancelled. false when
+    // the id is not (or no longer) known.
+    bool cancel(RequestId id);
+
+    // One forward pass (with admission before it and the callbacks after). false when there was
+    // nothing to do. Call from one thread at a time, and not while start() runs.
+    bool step();
+    // Steps until every submitted request has finished.
+    void run_until_idle();
+    // A thread of its own that steps while there is work and sleeps when there is none.
+    void start();
+    void stop();  // joins the thread; requests not finished stay (step() or start() again)
+
+    SchedulerMetrics metrics() const;
+    bool idle() const;
+    const SchedulerOptions& options() const { return options_; }
+    int64_t n_ctx() const { return engine_.n_ctx(); }
+    int64_t n_vocab() const { return engine_.n_vocab(); }
+    int n_threads() const { return engine_.n_threads(); }
+    const Model& model() const { return engine_.model(); }
+    // Seconds since the scheduler was made, the clock of RequestTiming.
+    double now() const;
+
+  private:
+    struct Running;
+    int64_t blocks_for(const Request& request) const;
+    void admit();
+    void finish(Running& r, FinishReason reason, std::vector<std::function<void()>>& calls);
+    void thread_main();
+
+    SchedulerOptions options_;
+    Engine engine_;
+    const double start_time_;
+
+    mutable std::mutex mutex_;  // guards everything below, never held while the engine runs
+    std::condition_variable wake_;
+    struct Queued;
+    std::deque<std::unique_ptr<Queued>> queue_;
+    std::vector<std::unique_ptr<Running>> running_;
+    std::vector<RequestId> cancels_;
+    RequestId next_id_ = 1;
+    int64_t reserved_ = 0;    // blocks admitted requests may still take from the pool
+    SchedulerMetrics metrics_;
+    double occupancy_sum_ = 0;
+
+    std::thread thread_;
+    bool stopping_ = false;
+};
+
+}  // namespace graphrun::graph

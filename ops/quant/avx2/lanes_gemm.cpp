@@ -1,0 +1,248 @@
+// ops/quant/avx2/lanes_gemm.cpp — AVX2 GEMM for Q8_0 and Q4_0 weights against Q8_0 activations, with one
+// weight row per 32-bit lane: no horizontal adds.
+//
+//   xq (n_tokens, K) Q8_0 · W (N, K)ᵀ Q8_0 / Q4_0 -> y (n_tokens, N) f32, rows [row_begin, row_end)
+//
+// A block of 8 weight rows is transposed so that vector s holds, in lane r, row r's 4 weights
+// 4s .. 4s + 3. One activation block's 4 values 4s .. 4s + 3, broadcast to every lane, meet them in
+// one maddubs: after the 8 steps s of a block, lane r holds row r's exact integer block dot, and the
+// 8 rows' dots are ready for their scales without any reduction across lanes. (The gemm of
+// ops/quant/avx2/gemm_tiles.cpp multiplies a row's 32 weights at once and then needs a tree of horizontal
+// adds per 8 (row, token) pairs.)
+//
+// Exactness is that file's: every output is summed in the scalar vec_dot's order with its operations,
+//   sum = 0; for each block b in order: sum = sum + float(idot_b) * (d_w,b * d_x,b)
+// (a plain mul and add, this file is built with -ffp-contract=off), idot_b exact; so y[t, n] is the
+// same bits for any n_tokens, row range or thread count, and equals scalar::vec_dot.
+//
+// Prompts: a group of 8 rows is transposed once for all its blocks into a per-thread buffer, then
+// every token passes over it, 4 tokens at a time. Decode (one token): each block is transposed in
+// registers and used at once.
+//
+// Integer ranges (|x| <= 127: activations are quantized with amax -> 127):
+//   Q4_0: maddubs(nibble 0..15, x) pairs <= 2 * 15 * 127 = 3810; a lane's int16 half adds 8 of them,
+//         <= 30480 < 32767, then madd widens. The zero point: (n - 8) · x = n · x - 8 * sum(x), with
+//         8 * sum(x) of each (token, block) computed once per call.
+//   Q8_0: maddubs(|w|, x with w's sign) pairs <= 2 * 128 * 127 = 32512, widened by madd every step.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ops/quant/avx2/util.h"
+#include "ops/quant/kernels.h"
+
+namespace graphrun::ops {
+
+namespace {
+
+using avx2_util::row_scales8;
+
+constexpr int kRows = 8;     // rows per group: one per lane
+constexpr int kSteps = 8;    // 4-weight steps per 32-weight block
+constexpr int kTokens = 4;   // tokens per prompt micro-tile
+
+// 4 activation bytes (x.qs + 4 s, not 4-byte aligned inside a block) broadcast to every lane.
+GR_AVX2 inline __m256i broadcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+GR_AVX2 inline __m256i load16x2(const void* low, const void* high) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(low))),
+                                   _mm_loadu_si128(static_cast<const __m128i*>(high)), 1);
+}
+
+// p[0..3]: per 128-bit half, 4 dwords of one row each (rows r | r + 4) -> u[s]: dword s of rows
+// 0..3 | 4..7, i.e. lane r = row r's dword s.
+GR_AVX2 inline void transpose4(const __m256i p[4], __m256i u[4]) {
+    const __m256i t0 = _mm256_unpacklo_epi32(p[0], p[1]), t1 = _mm256_unpackhi_epi32(p[0], p[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(p[2], p[3]), t3 = _mm256_unpackhi_epi32(p[2], p[3]);
+    u[0] = _mm256_unpacklo_epi64(t0, t2);
+    u[1] = _mm256_unpackhi_epi64(t0, t2);
+    u[2] = _mm256_unpacklo_epi64(t1, t3);
+    u[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+// Per weight type: transpose() lays block b of 8 rows out as kVectors lane vectors; dots() takes them
+// and one activation block to the 8 rows' exact integer block dots.
+struct Q4Lanes {
+    using Block = block_q4_0;
+    static constexpr bool kZeroPoint = true;
+    static constexpr int kVectors = kSteps;
+    // Byte i of a Q4_0 block holds weight i (low nibble) and weight i + 16 (high nibble): dword s of the
+    // packed bytes gives the weights of steps s (low) and s + 4 (high).
+    GR_AVX2 static void transpose(const block_q4_0* const w[kRows], int64_t b, __m256i v[kVectors]) {
+        __m256i p[4], u[4];
+        for (int r = 0; r < 4; ++r) p[r] = load16x2(w[r][b].qs, w[r + 4][b].qs);
+        transpose4(p, u);
+        const __m256i low = _mm256_set1_epi8(0x0f);
+        for (int s = 0; s < 4; ++s) {
+            v[s] = _mm256_and_si256(u[s], low);
+            v[s + 4] = _mm256_and_si256(_mm256_srli_epi16(u[s], 4), low);
+        }
+    }
+    // sum over the block of nibble · x, per lane (the zero point is taken off by the caller).
+    GR_AVX2 static __m256i dots(const __m256i v[kVectors], const int8_t* x) {
+        __m256i acc = _mm256_maddubs_epi16(v[0], broadcast4(x));
+        for (int s = 1; s < kSteps; ++s)
+            acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(v[s], broadcast4(x + 4 * s)));
+        return _mm256_madd_epi16(acc, _mm256_set1_epi16(1));
+    }
+};
+
+struct Q8Lanes {
+    using Block = block_q8_0;
+    static constexpr bool kZeroPoint = false;
+    static constexpr int kVectors = 2 * kSteps;  // the weights' 8 lane vectors, then their magnitudes
+    GR_AVX2 static void transpose(const block_q8_0* const w[kRows], int64_t b, __m256i v[kVectors]) {
+        __m256i p[4];
+        for (int r = 0; r < 4; ++r) p[r] = load16x2(w[r][b].qs, w[r + 4][b].qs);
+        transpose4(p, v);  // weights 0..15: steps 0..3
+        for (int r = 0; r < 4; ++r) p[r] = load16x2(w[r][b].qs + 16, w[r + 4][b].qs + 16);
+        transpose4(p, v + 4);  // weights 16..31: steps 4..7
+        for (int s = 0; s < kSteps; ++s) v[kSteps + s] = _mm256_sign_epi8(v[s], v[s]);
+    }
+    // |w| · (x with w's sign): unsigned · signed for maddubs.
+    GR_AVX2 static __m256i dots(const __m256i v[kVectors], const int8_t* x) {
+        const __m256i ones = _mm256_set1_epi16(1);
+        __m256i acc = _mm256_setzero_si256();
+        for (int s = 0; s < kSteps; ++s) {
+            const __m256i xs = _mm256_sign_epi8(broadcast4(x + 4 * s), v[s]);
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(v[kSteps + s], xs), ones));
+        }
+        return acc;
+    }
+};
+
+// 8 * sum(x) of every block of every token, for Q4_0's zero point: zero[t * nb + b].
+GR_AVX2 void zero_points(const GemmArgs& a, std::vector<int32_t>& zero) {
+    const int64_t nb = a.k / kQK;
+    zero.resize(size_t(a.n_tokens * nb));
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+        const auto* x = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + t * a.xq_row_bytes);
+        for (int64_t b = 0; b < nb; ++b) {
+            const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(8), avx2_util::load32(x[b].qs));
+            zero[size_t(t * nb + b)] = avx2_util::hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+        }
+    }
+}
+
+struct Group {
+    const uint8_t* rows[kRows];  // rows past the range repeat a valid row (computed, not stored)
+    int n_rows;
+    int64_t row0;
+};
+
+GR_AVX2 inline void store_rows(const GemmArgs& a, const Group& g, int64_t t, __m256 acc) {
+    alignas(32) float out[kRows];
+    _mm256_store_ps(out, acc);
+    for (int r = 0; r < g.n_rows; ++r) a.y[t * a.y_stride + g.row0 + r] = out[r];
+}
+
+// Decode and short remainders: token t over the group, each block transposed in registers.
+template <typename L>
+GR_AVX2 void group_one_token(const GemmArgs& a, const Group& g, int64_t t, const int32_t* zero, bool prefetch_next) {
+    const float* f16 = fp16_to_f32_table();
+    const int64_t nb = a.k / kQK;
+    const typename L::Block* w[kRows];
+    for (int r = 0; r < kRows; ++r) w[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
+    const auto* x = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + t * a.xq_row_bytes);
+    const int64_t next = prefetch_next ? kRows * a.w_row_bytes : 0;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        if (next && (b & 1) == 0)
+            for (int r = 0; r < kRows; ++r) _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
+        __m256i v[L::kVectors];
+        L::transpose(w, b, v);
+        __m256i dots = L::dots(v, x[b].qs);
+        if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(zero[b]));
+        const __m256 scale = _mm256_mul_ps(row_scales8(w, b), _mm256_set1_ps(f16[x[b].d]));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
+    }
+    store_rows(a, g, t, acc);
+}
+
+// Prompts: the group's blocks transposed once into `lanes` (nb * kVectors vectors) with their row
+// scales, then tokens [t0, t0 + kTokens) over them.
+template <typename L>
+GR_AVX2 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, const int32_t* lanes, const float* dw,
+                          const int32_t* zero) {
+    const float* f16 = fp16_to_f32_table();
+    const int64_t nb = a.k / kQK;
+    const block_q8_0* x[kTokens];
+    for (int i = 0; i < kTokens; ++i)
+        x[i] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + (t0 + i) * a.xq_row_bytes);
+    __m256 acc[kTokens];
+    for (__m256& v : acc) v = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        __m256i v[L::kVectors];
+        for (int s = 0; s < L::kVectors; ++s)
+            v[s] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + (b * L::kVectors + s) * 8));
+        const __m256 dw_b = _mm256_loadu_ps(dw + b * 8);
+        for (int i = 0; i < kTokens; ++i) {
+            __m256i dots = L::dots(v, x[i][b].qs);
+            if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(zero[(t0 + i) * nb + b]));
+            const __m256 scale = _mm256_mul_ps(dw_b, _mm256_set1_ps(f16[x[i][b].d]));
+            acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
+        }
+    }
+    for (int i = 0; i < kTokens; ++i) store_rows(a, g, t0 + i, acc[i]);
+}
+
+template <typename L>
+GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
+    // Per-thread scratch, kept between calls: no allocation once it has grown.
+    thread_local std::vector<int32_t> zero;
+    thread_local std::vector<int32_t> lanes;  // (nb, kVectors, 8)
+    thread_local std::vector<float> dw;       // (nb, 8)
+    const int64_t nb = a.k / kQK;
+    if constexpr (L::kZeroPoint) zero_points(a, zero);
+    const bool prompt = a.n_tokens >= kTokens;
+    if (prompt) {
+        lanes.resize(size_t(nb * L::kVectors * 8));
+        dw.resize(size_t(nb * 8));
+    }
+    const auto* w = static_cast<const uint8_t*>(a.w);
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
+        Group g{.rows = {}, .n_rows = int(std::min<int64_t>(kRows, row_end - r0)), .row0 = r0};
+        for (int r = 0; r < kRows; ++r) g.rows[r] = w + (r0 + std::min(r, g.n_rows - 1)) * a.w_row_bytes;
+        int64_t t = 0;
+        if (prompt) {
+            const typename L::Block* rows[kRows];
+            for (int r = 0; r < kRows; ++r) rows[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
+            for (int64_t b = 0; b < nb; ++b) {
+                __m256i v[L::kVectors];
+                L::transpose(rows, b, v);
+                for (int s = 0; s < L::kVectors; ++s)
+                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(&lanes[size_t((b * L::kVectors + s) * 8)]), v[s]);
+                _mm256_storeu_ps(&dw[size_t(b * 8)], row_scales8(rows, b));
+            }
+            for (; t + kTokens <= a.n_tokens; t += kTokens)
+                group_tokens<L>(a, g, t, lanes.data(), dw.data(), zero.data());
+        }
+        for (; t < a.n_tokens; ++t)  // the next group's rows are the next ones read only in decode
+            group_one_token<L>(a, g, t, L::kZeroPoint ? zero.data() + t * nb : nullptr,
+                               a.n_tokens == 1 && r0 + kRows < row_end);
+    }
+}
+
+}  // namespace
+
+namespace avx2 {
+
+// Below kTokens tokens Q8_0 runs ops/quant/avx2/gemm_tiles.cpp's tiles: a Q8_0 block needs no unpacking, so its
+// straight 32-weight dot costs less than the transposition when each block serves one token.
+void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
+    if (args.n_tokens < kTokens) return gemm_q8_0_q8_0(args, row_begin, row_end);
+    gemm<Q8Lanes>(args, row_begin, row_end);
+}
+void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
+    gemm<Q4Lanes>(args, row_begin, row_end);
+}
+
+}  // namespace avx2
+
+}  // namespace graphrun::ops

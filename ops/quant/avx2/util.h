@@ -1,0 +1,70 @@
+// ops/quant/avx2/util.h — AVX2 building blocks the quant kernel files share. Internal to ops/.
+//
+// Every function carries the target attribute (the library is built without -march), so it may only
+// run where cpu_features().avx2 said so; the files that include this export plain wrappers.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#define GR_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace graphrun::ops::avx2_util {
+
+GR_AVX2 inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// Sum of the 8 int32 lanes (exact).
+GR_AVX2 inline int32_t hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+GR_AVX2 inline __m256i load32(const void* p) {
+    return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// 16 packed bytes -> 32 nibbles in weight order: the low nibbles (weights 0..15) then the high
+// ones (weights 16..31), the layout of Q4_0, Q4_1, Q5_0, Q5_1 and an IQ4_XS sub-block. The bytes
+// are broadcast to both halves and the upper half shifted by 4, which needs no shuffle.
+GR_AVX2 inline __m256i nibbles32(const uint8_t* packed) {
+    const __m256i both =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed)));
+    return _mm256_and_si256(_mm256_srlv_epi32(both, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
+                            _mm256_set1_epi8(0x0f));
+}
+
+// 8 int16 pair sums of unsigned bytes u (< 128 here) times signed bytes s, widened to 8 int32.
+GR_AVX2 inline __m256i dot_u8_i8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+// The fp16 scales d of block b of 8 rows (w[0..7], blocks with a `uint16_t d`) as floats in row order.
+// The scalar ALUs (idle in the kernels that call this) pack the 8 halves into two 64-bit words and F16C
+// converts them: the same floats as the fp16 table (both conversions are exact; a NaN scale stays a
+// NaN, and the multiply by d_x quiets it either way).
+template <typename Block>
+GR_AVX2 inline __m256 row_scales8(const Block* const w[8], int64_t b) {
+    uint64_t low = 0, high = 0;
+    for (int r = 0; r < 4; ++r) low |= uint64_t(w[r][b].d) << (16 * r);
+    for (int r = 0; r < 4; ++r) high |= uint64_t(w[r + 4][b].d) << (16 * r);
+    // Keep the packing in general registers: left alone, GCC moves it into vector shifts and ors,
+    // which compete with the block dots for the vector ports.
+    asm("" : "+r"(low), "+r"(high));
+    return _mm256_cvtph_ps(_mm_set_epi64x(int64_t(high), int64_t(low)));
+}
+
+// Asks for the cache lines of [p, p + bytes): the matmul walks weight rows in order, and the kernels
+// request the next row's bytes at the offset they are reading (see ops/quant/avx512/block_dots.cpp's prefetch).
+GR_AVX2 inline void prefetch_lines(const void* p, int bytes) {
+    for (int off = 0; off < bytes; off += 64) _mm_prefetch(static_cast<const char*>(p) + off, _MM_HINT_T0);
+}
+
+}  // namespace graphrun::ops::avx2_util

@@ -1,0 +1,67 @@
+// ops/quant/traits.h — the quantized types as data: one traits row per type drives the quantized matmul.
+//
+// A matmul on quantized weights quantizes each activation row once to the type's `vec_dot_type`
+// (Q8_0 for Q4_0 / Q5_0 / Q8_0, Q8_1 for Q4_1 / Q5_1 whose mins need the block sums, Q8_K for the
+// super-block types), then runs integer dot products (`vec_dot`) between weight rows and those
+// activation rows. Adding a type is one row here (ops/quant/traits.cpp) plus its kernels; the
+// planner, the op table and the matmul read everything else from the row.
+// Block layouts: ops/quant/blocks.h (ggml's, byte for byte).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/quant/blocks.h"
+#include "runtime/dtype.h"
+
+namespace graphrun::ops {
+
+// n is a multiple of the type's block size (callers check at plan time).
+using QuantizeRowFn = void (*)(const float* x, void* blocks, int64_t n);
+using DequantizeRowFn = void (*)(const void* row, float* y, int64_t n);
+// Dot product of a weight row (this type) with an activation row quantized to `vec_dot_type`.
+using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* act_row);
+// Four weight rows, w_stride bytes apart, · one activation row -> out[0..3].
+using VecDot4Fn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* x, float* out);
+
+// A tiled matmul over weight rows [row_begin, row_end) and every token: each weight block loaded
+// serves several tokens (prompts, batched decode). Q8_0 and Q4_0 have one at the AVX2 level. W is in the layout `repack` made (or
+// as stored when repack is nullptr); xq holds n_tokens activation rows of xq_row_bytes.
+struct GemmArgs {
+    int64_t k, n_tokens;
+    const void* w;
+    int64_t w_row_bytes;
+    const void* xq;
+    int64_t xq_row_bytes;
+    float* y;  // y[t * y_stride + row]
+    int64_t y_stride;
+};
+using GemmFn = void (*)(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+// Re-lays a whole weight matrix (rows, k) once at load into the gemm's layout; returns bytes written
+// (out may be nullptr to ask how many are needed).
+using RepackFn = int64_t (*)(const void* w, int64_t rows, int64_t k, void* out);
+
+struct QuantTraits {
+    DType type;
+    DType vec_dot_type;              // what activation rows are quantized to (F32 for the float types)
+    QuantizeRowFn quantize_row;      // float -> this type; for weights, ggml's reference rounding
+    DequantizeRowFn dequantize_row;  // this type -> float
+    VecDotFn vec_dot;                // nullptr: no quantized matmul on weights of this type
+    const char* matmul_kernel;       // the op-table row of that matmul ("matmul_q4_k"), nullptr if none
+    // Fast paths, optional. The matmul's invariant binds them: a (token, weight row) output is the same
+    // bits whatever the batch and however rows are split over threads, so a path may depend on the
+    // row index and the matrix shape but never on n_tokens or the range being run.
+    VecDot4Fn
+        vec_dot4;     // four rows at once (AVX-512 Q8_0 / Q4_0); used for rows in whole aligned groups of 4
+    GemmFn gemm;      // every call when set (any n_tokens); must give vec_dot's bits for every output
+    RepackFn repack;  // weights re-laid at load for gemm
+};
+
+// The traits of `type` for the active SIMD level, or nullptr for a type graphrun has no kernels for
+// (I32, the i-quants other than IQ4_XS, ...). F32 and F16 have rows (conversions, no vec_dot).
+const QuantTraits* quant_traits(DType type);
+
+// Convenience for embedding lookups and tests: row of n elements of `type` -> float.
+// Throws std::invalid_argument for a type without a dequantize_row.
+void dequantize_row(DType type, const void* row, float* y, int64_t n);
+
+}  // namespace graphrun::ops
