@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "bench/big_buffer.h"
-#include "ops/matmul_f32.h"
+#include "ops/op_rows.h"
 #include "ops/op_table.h"
 #include "ops/quant/traits.h"
 #include "ops/quant/kernels.h"
@@ -114,7 +114,7 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
     const ops::SimdLevel f32_path =
         variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level();
     auto run = [&](int64_t begin, int64_t end) {
-        if (!quantized) return ops::matmul_f32_run_path(f32_path, args, begin, end);
+        if (!quantized) return ops::kMatmulF32Op.run.at(f32_path)(args, begin, end);
         ops::matmul_quant_run_with(args, begin, end, traits);
     };
     tbb::task_arena arena(variant == Variant::Simd2 ? 2 : 1);

@@ -22,8 +22,9 @@ inline void run_and_report(benchmark::State& state, const char* name, OpCall& ca
     const ops::OpDef& op = op_row(name);
     const KernelArgs args = call.args();
     const int64_t units = op.work_items(args);
+    const KernelFn run = op.run.at(ops::active_simd_level());
     for (auto _ : state) {
-        op.run(args, 0, units);
+        run(args, 0, units);
         benchmark::ClobberMemory();
     }
     double bytes = double(call.out.bytes.size());

@@ -29,18 +29,22 @@ constexpr double kMinTime = 0.05;  // --benchmark_min_time=1 for steadier figure
 
 void BM_op(benchmark::State& state, const ops::OpDef* op, const OpCoverage* coverage, OpShape shape,
            KernelPath path) {
-    const ops::ForcedSimdLevel forced(path.level);
     OpCase c = shape.make();
     const KernelArgs args = c.args(*op);
     const int64_t prepare_units = op->prepare ? op->prepare_items(args) : 0, units = op->work_items(args);
+    const KernelFn prepare = op->prepare.at(path.level), run = op->run.at(path.level);
     for (auto _ : state) {
-        if (op->prepare) op->prepare(args, 0, prepare_units);
-        op->run(args, 0, units);
+        if (prepare) prepare(args, 0, prepare_units);
+        run(args, 0, units);
         benchmark::ClobberMemory();
     }
     testing::report_op_counters(state, testing::bytes_moved(*coverage, c), op->flops(args));
-    std::string label = op->simd_path ? std::string("runs ") + ops::simd_level_name(op->simd_path()) : "plain C++";
-    if (const char* variant = op->path_variant ? op->path_variant() : nullptr) label += std::string("+") + variant;
+    std::string label =
+        op->run.plain() ? "plain C++" : std::string("runs ") + ops::simd_level_name(op->run.level_of(path.level));
+    std::vector<ops::TensorDesc> descs;
+    for (const testing::TestTensor& t : c.call.in) descs.push_back(t.desc());
+    if (const char* variant = op->path_variant ? op->path_variant(descs, path.level) : nullptr)
+        label += std::string("+") + variant;
     state.SetLabel(label);
 }
 

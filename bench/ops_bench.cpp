@@ -7,7 +7,7 @@
 
 #include "bench/op_bench_util.h"
 #include "ops/attention.h"
-#include "ops/matmul_f32.h"
+#include "ops/op_rows.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 
@@ -22,8 +22,9 @@ void report(benchmark::State& state, const ops::OpDef& op, const KernelArgs& arg
 }
 
 void run_whole(const ops::OpDef& op, const KernelArgs& args) {
-    if (op.prepare) op.prepare(args, 0, op.prepare_items(args));
-    op.run(args, 0, op.work_items(args));
+    const ops::SimdLevel level = ops::active_simd_level();
+    if (op.prepare) op.prepare.at(level)(args, 0, op.prepare_items(args));
+    op.run.at(level)(args, 0, op.work_items(args));
 }
 
 // x (T, 4096), w (4096) -> y (T, 4096)
@@ -128,7 +129,8 @@ void BM_matmul_f32_decode(benchmark::State& state) {
     c.out = output_tensor(DType::F32, {1, N});
     const ops::OpDef& op = op_row("matmul_f32");
     const KernelArgs args = c.args();
-    for (auto _ : state) ops::matmul_f32_run_path(path, args, 0, N), benchmark::ClobberMemory();
+    const KernelFn run = op.run.at(path);
+    for (auto _ : state) run(args, 0, N), benchmark::ClobberMemory();
     report(state, op, args, double(N * row_bytes(wtype, K)) + 4.0 * double(K + N));
 }
 BENCHMARK(BM_matmul_f32_decode)

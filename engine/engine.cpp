@@ -38,7 +38,7 @@ Engine::Engine(std::shared_ptr<const Model> model, EngineOptions options)
 
     // The largest plan first: its arena is the one every other plan fits in (bound() grows it if not).
     const Plan largest =
-        make_plan(model_->graph(), {options_.max_batch, options_.max_batch, blocks, table_width_});
+        make_plan(model_->graph(), {options_.max_batch, options_.max_batch, blocks, table_width_}, options_.simd);
     const ops::TensorDesc& logits = largest.tensors[size_t(largest.output_tensors.at(0))].desc;
     n_vocab_ = logits.shape[1];
     kv_bytes_ = largest.state_bytes;
@@ -79,7 +79,7 @@ Engine::BoundPlan& Engine::bound(int64_t n_tokens, int64_t n_outputs) {
         plans_.erase(oldest);
     }
     auto entry = std::make_unique<BoundPlan>();
-    entry->plan = make_plan(model_->graph(), {n_tokens, n_outputs, pool_.n_blocks(), table_width_});
+    entry->plan = make_plan(model_->graph(), {n_tokens, n_outputs, pool_.n_blocks(), table_width_}, options_.simd);
     const ops::TensorDesc& logits = entry->plan.tensors[size_t(entry->plan.output_tensors[0])].desc;
     if (logits.shape[1] != n_vocab_)
         throw ops::PlanError("[plan] the logits of a batch of " + std::to_string(n_tokens) + " have " +

@@ -44,6 +44,7 @@ struct EngineOptions {
     int n_threads = 0;         // 0: every core
     int64_t max_batch = 256;   // tokens in one forward pass at most
     bool prefix_cache = true;  // keep full blocks under their prefix for later sequences to share
+    ops::SimdLevel simd = ops::active_simd_level();  // the kernels' level in every plan (ops/cpu.h)
 };
 
 // One token of a batch: appended to sequence `seq` at its next position.

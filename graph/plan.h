@@ -61,6 +61,7 @@ struct PlanStep {
 
 struct Plan {
     PlanShape shape;
+    ops::SimdLevel simd = ops::SimdLevel::Scalar;  // every step runs its row's kernel of this level
     int64_t n_tokens = 0;  // shape.n_tokens
     std::vector<PlanTensor> tensors;
     std::vector<PlanStep> steps;
@@ -77,13 +78,15 @@ struct Plan {
 // arity problem, and on state used wrongly: an attention (or any op that reads state) on something
 // that is not a KV cache, a cache no node writes before it is read, one cache written by two nodes or
 // read by two attention nodes (two layers sharing one cache by accident), state fed to an op that
-// takes none.
-Plan make_plan(const Graph& graph, const PlanShape& shape);
+// takes none. `simd` is the level whose kernels the plan binds (ops/cpu.h); a level this CPU lacks is
+// std::invalid_argument.
+Plan make_plan(const Graph& graph, const PlanShape& shape, ops::SimdLevel simd = ops::active_simd_level());
 
 // The single-sequence shape: a batch of n_tokens of one sequence of up to n_ctx positions, logits for
 // the last (--dump-plan, and tools that only look at a plan).
-inline Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx) {
-    return make_plan(graph, plan_shape_for(n_tokens, 1, n_ctx));
+inline Plan make_plan(const Graph& graph, int64_t n_tokens, int64_t n_ctx,
+                      ops::SimdLevel simd = ops::active_simd_level()) {
+    return make_plan(graph, plan_shape_for(n_tokens, 1, n_ctx), simd);
 }
 
 // Places Input/Intermediate/Scratch tensors: largest first, each into the smallest aligned gap

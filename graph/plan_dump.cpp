@@ -47,11 +47,30 @@ std::string join(const std::vector<std::string>& names) {
     return out.empty() ? "-" : out;
 }
 
-// "rmsnorm/avx2", "matmul_q4/avx2+gemm", or the plain name for kernels without instruction-set paths.
-std::string kernel_label(const ops::OpDef& op) {
-    std::string label = op.name;
-    if (op.simd_path) label += std::string("/") + ops::simd_level_name(op.simd_path());
-    if (const char* variant = op.path_variant ? op.path_variant() : nullptr) label += std::string("+") + variant;
+// The path a step runs: the level of the kernel the plan binds (run.level_of(plan.simd), the level whose
+// pointer run.at(plan.simd) is), null for a plain C++ row; and the row's variant of it on these inputs.
+struct StepPath {
+    const char* level = nullptr;    // "avx2"
+    const char* variant = nullptr;  // "gemm"
+};
+StepPath step_path(const Plan& plan, const PlanStep& step) {
+    const ops::OpDef& op = *step.op;
+    StepPath path;
+    if (!op.run.plain()) path.level = ops::simd_level_name(op.run.level_of(plan.simd));
+    if (op.path_variant) {
+        std::vector<ops::TensorDesc> inputs;
+        for (int id : step.inputs) inputs.push_back(plan.tensors[size_t(id)].desc);
+        path.variant = op.path_variant(inputs, plan.simd);
+    }
+    return path;
+}
+
+// "attention/avx2", "matmul_q4/avx2+gemm", or the plain name for kernels without instruction-set paths.
+std::string kernel_label(const Plan& plan, const PlanStep& step) {
+    const StepPath path = step_path(plan, step);
+    std::string label = step.op->name;
+    if (path.level) label += std::string("/") + path.level;
+    if (path.variant) label += std::string("+") + path.variant;
     return label;
 }
 
@@ -84,7 +103,7 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
         std::snprintf(buf, sizeof buf, " %s=%g", name.c_str(), value);
         out += buf;
     }
-    out += "\nkernels run at: " + std::string(ops::simd_level_name(ops::active_simd_level())) +
+    out += "\nkernels run at: " + std::string(ops::simd_level_name(plan.simd)) +
            " (this CPU: " + ops::simd_level_name(ops::cpu_simd_level()) +
            "; GRAPHRUN_SIMD=scalar|avx2 caps it)\n";
     out += "\n" + pad("step", 6) + pad("kernel", 22) + pad("output", 22) + pad("dtype (shape)", 20) +
@@ -93,7 +112,7 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
         const PlanStep& step = plan.steps[s];
         const PlanTensor& o = plan.tensors[step.output];
         const bool state = o.kind == PlanTensor::Kind::State;
-        std::string line = pad(std::to_string(s), 6) + pad(kernel_label(*step.op), 22) + pad(o.name, 22) +
+        std::string line = pad(std::to_string(s), 6) + pad(kernel_label(plan, step), 22) + pad(o.name, 22) +
                            pad(o.desc.str(), 20) + pad(state ? "state" : std::to_string(o.offset), 10) +
                            pad(state ? "-" : with_commas(o.bytes), 11);
         for (size_t i = 0; i < step.inputs.size(); ++i) {
@@ -161,8 +180,9 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
                   {"output", tensor_json(step.output)},
                   {"inputs", inputs}};
         if (step.scratch >= 0) j["scratch"] = tensor_json(step.scratch);
-        if (step.op->simd_path) j["simd"] = ops::simd_level_name(step.op->simd_path());
-        if (const char* variant = step.op->path_variant ? step.op->path_variant() : nullptr) j["path"] = variant;
+        const StepPath path = step_path(plan, step);
+        if (path.level) j["simd"] = path.level;
+        if (path.variant) j["path"] = path.variant;
         const GraphNode& node = graph.nodes[step.node];
         Json attributes = Json::object();
         for (const ops::AttrDecl& decl : step.op->attrs)

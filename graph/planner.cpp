@@ -157,12 +157,16 @@ ops::TensorDesc infer_node(const GraphNode& node, const ops::NodeInfo& info, con
 
 }  // namespace
 
-Plan make_plan(const Graph& graph, const PlanShape& requested) {
+Plan make_plan(const Graph& graph, const PlanShape& requested, ops::SimdLevel simd) {
+    if (!ops::simd_level_available(simd))
+        throw std::invalid_argument(std::string("make_plan: this CPU has no ") + ops::simd_level_name(simd) +
+                                    " kernels");
     PlanShape shape = requested;
     if (!graph.input(InputKind::LogitRows)) shape.n_outputs = shape.n_tokens;  // logits for every token
     check_shape(shape);
     Plan plan;
     plan.shape = shape;
+    plan.simd = simd;
     plan.n_tokens = shape.n_tokens;
 
     // Graph inputs, written by the session before every run.
@@ -323,10 +327,10 @@ std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, const std::vector<
             args.scratch = arena + plan.tensors[ps.scratch].offset;
             args.scratch_bytes = plan.tensors[ps.scratch].bytes;
         }
-        step.run = ps.op->run;
+        step.run = ps.op->run.at(plan.simd);
         step.run_items = ps.op->work_items(args);
         step.grain = ps.op->grain;
-        step.prepare = ps.op->prepare;
+        step.prepare = ps.op->prepare.at(plan.simd);
         step.prepare_items = ps.op->prepare_items ? ps.op->prepare_items(args) : 0;
         steps.push_back(std::move(step));
     }

@@ -165,15 +165,17 @@ inline std::vector<int64_t> odd_cuts(int64_t n) {
     return {n * 2 / 7, n * 5 / 7};
 }
 
-// The whole op through its table row: prepare (if any) over its units, then run; with `split`, each
-// phase runs as three ranges cut at odd_cuts of its unit count.
-inline void run_op(const ops::OpDef& op, const KernelArgs& args, bool split) {
+// The whole op through its table row's kernels of `level`, as a plan at that level binds them: prepare
+// (if any) over its units, then run; with `split`, each phase runs as three ranges cut at odd_cuts of its
+// unit count.
+inline void run_op(const ops::OpDef& op, const KernelArgs& args, bool split,
+                   ops::SimdLevel level = ops::active_simd_level()) {
     if (op.prepare) {
         const int64_t n = op.prepare_items(args);
-        run_split(op.prepare, args, n, split ? odd_cuts(n) : std::vector<int64_t>{});
+        run_split(op.prepare.at(level), args, n, split ? odd_cuts(n) : std::vector<int64_t>{});
     }
     const int64_t n = op.work_items(args);
-    run_split(op.run, args, n, split ? odd_cuts(n) : std::vector<int64_t>{});
+    run_split(op.run.at(level), args, n, split ? odd_cuts(n) : std::vector<int64_t>{});
 }
 
 // The op's row, or a test failure naming the op.

@@ -118,13 +118,13 @@ const char* split_name(Split split) {
     return "?";
 }
 
-void run_case(const ops::OpDef& op, const KernelArgs& args, Split split) {
+void run_case(const ops::OpDef& op, ops::SimdLevel level, const KernelArgs& args, Split split) {
     if (op.prepare) {
         const int64_t n = op.prepare_items(args);
-        run_split(op.prepare, args, n, cuts_of(split, n));
+        run_split(op.prepare.at(level), args, n, cuts_of(split, n));
     }
     const int64_t n = op.work_items(args);
-    run_split(op.run, args, n, cuts_of(split, n));
+    run_split(op.run.at(level), args, n, cuts_of(split, n));
 }
 
 }  // namespace graphrun::testing

@@ -76,7 +76,7 @@ const OpCoverage* find_op_coverage(std::string_view row);
 double bytes_moved(const OpCoverage& coverage, const OpCase& c);
 
 // ---- kernel paths ----------------------------------------------------------------------------------
-// A path is what the one dispatcher (ops/cpu.h) can be set to; the walk runs every row under each path
+// A path is a level of the one dispatcher (ops/cpu.h); the walk runs every row's kernel of each level
 // this CPU has. A path chosen by shape (a prompt-batch GEMM, say) is walked by giving the op a test shape
 // that takes it; a path chosen by a setting is one more entry in kKernelPaths (harness/op_coverage.cpp).
 struct KernelPath {
@@ -93,7 +93,7 @@ enum class Split {
 };
 const char* split_name(Split split);
 
-// The row's prepare (if any) then run, each phase cut as `split` says, at the active kernel path.
-void run_case(const ops::OpDef& op, const KernelArgs& args, Split split);
+// The row's prepare (if any) then run of `level`, each phase cut as `split` says.
+void run_case(const ops::OpDef& op, ops::SimdLevel level, const KernelArgs& args, Split split);
 
 }  // namespace graphrun::testing

@@ -89,7 +89,7 @@ const OpDef kAddBiasOp = {
     .infer = add_bias_infer,
     .work_items = add_work_items,
     .grain = 1,
-    .run = add_bias_run,
+    .run = {.scalar = add_bias_run},
     .reference = add_bias_reference,
     .flops = add_flops,
 };
@@ -101,7 +101,7 @@ const OpDef kAddOp = {
     .infer = add_infer,
     .work_items = add_work_items,
     .grain = 1,
-    .run = add_run,
+    .run = {.scalar = add_run},
     .reference = add_reference,
     .flops = add_flops,
 };

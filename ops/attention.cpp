@@ -137,10 +137,6 @@ int64_t attention_work_items(const KernelArgs& args) {
     return args.in[0].rows() * args.params.get<AttentionParams>().n_head;
 }
 
-void attention_run(const KernelArgs& args, int64_t begin, int64_t end) {
-    attention_run_path(active_simd_level(), args, begin, end);
-}
-
 // The numbered steps of the header, as plain loops over floats that hold f16 values.
 void attention_reference(const KernelArgs& args) {
     const int64_t n_tokens = args.in[0].rows();
@@ -214,10 +210,9 @@ const OpDef kAttentionOp = {
     .infer = attention_infer,
     .work_items = attention_work_items,
     .grain = 1,
-    .run = attention_run,
+    .run = {.scalar = attention_run_scalar, .avx2 = attention_run_avx2},
     .reference = attention_reference,
     .flops = attention_flops,
-    .simd_path = [] { return simd_level_capped(SimdLevel::Avx2); },
 };
 
 }  // namespace graphrun::ops

@@ -1,13 +1,10 @@
-// ops/attention.h — the instruction-set paths of attention and kv_write, public so tests and benchmarks
-// can hold each one against the reference. The op table's kernels use the best path the CPU has; the
-// library is built without -march, so the AVX paths are compiled with target attributes and chosen at
-// run time. Every path computes the same bits as
+// ops/attention.h — attention's params and its kernels per instruction set (ops/attention_paths.cpp),
+// which kAttentionOp.run holds per level (ops/cpu.h). Every path computes the same bits as
 // attention_reference (the numerics are llama.cpp's, see ops/attention.cpp); they differ in speed only.
 #pragma once
 
 #include <cstdint>
 
-#include "ops/cpu.h"
 #include "runtime/kernel.h"
 #include "runtime/kv_blocks.h"
 
@@ -22,9 +19,9 @@ struct AttentionParams {
 // head_dim above this is a plan error: the kernel keeps q and the accumulator of one head on its stack.
 constexpr int kAttentionMaxHeadDim = 512;
 
-// attention's run and kv_write's run through one path; the path must be available (kv_write has no
-// AVX-512 path of its own: asked for one, it runs AVX2).
-void attention_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end);
-void kv_write_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end);
+// Units: (token, query head) pairs, numbered kv group first (ops/attention.cpp). The AVX2 kernel is the
+// AVX-512 level's too: AVX-512 CPUs run it.
+void attention_run_scalar(const KernelArgs& args, int64_t begin, int64_t end);
+void attention_run_avx2(const KernelArgs& args, int64_t begin, int64_t end);
 
 }  // namespace graphrun::ops

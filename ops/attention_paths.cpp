@@ -1,5 +1,5 @@
-// ops/attention_paths.cpp — attention's and kv_write's kernels per instruction set: one driver, two sets
-// of loops (scalar; AVX2 + FMA + F16C, which AVX-512 CPUs run too).
+// ops/attention_paths.cpp — attention's kernels per instruction set: one driver, two sets of loops
+// (scalar; AVX2 + FMA + F16C, which AVX-512 CPUs run too).
 //
 // The numerics are llama.cpp's, spelled out in ops/attention.cpp, whose attention_reference every path
 // equals bit for bit. The speed is in the order of the work, which the numerics leave free:
@@ -56,9 +56,6 @@ struct Step {
 // ---- scalar ------------------------------------------------------------------------------------------
 
 struct ScalarLoops {
-    static void to_f16(const float* x, uint16_t* y, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
-    }
     static void round_q(const float* q, float* qf, int n) {
         for (int i = 0; i < n; ++i) qf[i] = fp16_to_f32(f32_to_fp16(q[i]));
     }
@@ -97,8 +94,6 @@ struct ScalarLoops {
 
 // ---- AVX2 + FMA + F16C -------------------------------------------------------------------------------
 
-#define GR_AVX2 __attribute__((target("avx2,fma,f16c")))
-
 GR_AVX2 inline __m256 load_f16x8(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -119,13 +114,6 @@ GR_AVX2 inline float reduce16(__m256 lo, __m256 hi) {
 }
 
 struct Avx2Loops {
-    GR_AVX2 static void to_f16(const float* x, uint16_t* y, int64_t n) {
-        int64_t i = 0;
-        for (; i + 8 <= n; i += 8)
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
-                             _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-        for (; i < n; ++i) y[i] = uint16_t(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
-    }
     GR_AVX2 static void round_q(const float* q, float* qf, int n) {
         int i = 0;
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(qf + i, round_f16x8(_mm256_loadu_ps(q + i)));
@@ -203,21 +191,6 @@ struct Avx2Loops {
 };
 
 // ---- the driver ---------------------------------------------------------------------------------------
-
-// kv_write: cache[slots[t]] = f16(x[t]) for tokens [begin, end).
-template <class L>
-inline void write_rows(const KernelArgs& args, int64_t begin, int64_t end) {
-    const int64_t row = args.out.cols(), n_slots = args.out.rows();
-    const int32_t* slots = args.in[2].as<int32_t>();
-    uint16_t* cache = args.out.as<uint16_t>();
-    assert(row == args.in[1].cols());
-    for (int64_t t = begin; t < end; ++t) {
-        const int64_t slot = slots[t];
-        assert(0 <= slot && slot < n_slots);  // the session computes slots from block tables it checked
-        (void)n_slots;
-        L::to_f16(args.in[1].as<float>() + t * row, cache + slot * row, row);
-    }
-}
 
 // One head's online softmax: the largest score so far and the sum of weights.
 struct HeadState {
@@ -301,31 +274,13 @@ inline void attend_units(const KernelArgs& args, int64_t begin, int64_t end) {
     }
 }
 
-void write_scalar(const KernelArgs& args, int64_t begin, int64_t end) {
-    write_rows<ScalarLoops>(args, begin, end);
-}
-void run_scalar(const KernelArgs& args, int64_t begin, int64_t end) {
-    attend_units<ScalarLoops>(args, begin, end);
-}
-GR_AVX2 __attribute__((flatten)) void write_avx2(const KernelArgs& args, int64_t begin, int64_t end) {
-    write_rows<Avx2Loops>(args, begin, end);
-}
-GR_AVX2 __attribute__((flatten)) void run_avx2(const KernelArgs& args, int64_t begin, int64_t end) {
-    attend_units<Avx2Loops>(args, begin, end);
-}
-
 }  // namespace
 
-void kv_write_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
-    assert(simd_level_available(path));
-    if (path == SimdLevel::Scalar) return write_scalar(args, begin, end);
-    return write_avx2(args, begin, end);  // AVX-512 machines have AVX2; the conversion is the same
+void attention_run_scalar(const KernelArgs& args, int64_t begin, int64_t end) {
+    attend_units<ScalarLoops>(args, begin, end);
 }
-
-void attention_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
-    assert(simd_level_available(path));
-    if (path == SimdLevel::Scalar) return run_scalar(args, begin, end);
-    return run_avx2(args, begin, end);  // the same bits at every level: AVX-512 machines run AVX2
+GR_AVX2 __attribute__((flatten)) void attention_run_avx2(const KernelArgs& args, int64_t begin, int64_t end) {
+    attend_units<Avx2Loops>(args, begin, end);
 }
 
 }  // namespace graphrun::ops

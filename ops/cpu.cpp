@@ -2,10 +2,7 @@
 #include "ops/cpu.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
-#include <stdexcept>
-#include <string>
 #include <string_view>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -15,8 +12,6 @@
 namespace graphrun::ops {
 
 namespace {
-
-std::atomic<int> forced_level{-1};  // a ForcedSimdLevel's level, -1 when none is alive
 
 #if defined(__x86_64__) || defined(__i386__)
 // CPUID leaf 1, ECX bit 29. (clang 14's __builtin_cpu_supports does not know "f16c"; the fuzz build uses clang.)
@@ -82,19 +77,7 @@ SimdLevel active_simd_level() {
         }
         return best;
     }();
-    const int forced = forced_level.load(std::memory_order_relaxed);
-    return forced < 0 ? configured : SimdLevel(forced);
-}
-
-ForcedSimdLevel::ForcedSimdLevel(SimdLevel level) {
-    if (!simd_level_available(level))
-        throw std::invalid_argument(std::string("ForcedSimdLevel: this CPU has no ") + simd_level_name(level) +
-                                    " path");
-    previous_ = forced_level.exchange(int(level));
-}
-
-ForcedSimdLevel::~ForcedSimdLevel() {
-    forced_level.store(previous_);
+    return configured;
 }
 
 }  // namespace graphrun::ops

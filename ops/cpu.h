@@ -1,17 +1,19 @@
 // ops/cpu.h — the one CPU-feature dispatcher every kernel family uses.
 //
-// The library is built without -march: SIMD kernels carry __attribute__((target(...))) and the path
-// is chosen at run time. Every family (matmul_f32, the quantized matmuls, attention, ...) asks this
-// file which level to run, so one setting caps them all:
+// The library is built without -march: SIMD kernels carry GR_AVX2 / GR_AVX512 (ops/simd.h), and an
+// op-table row holds its kernels per level (PerLevel below). The level is chosen once, when a plan is
+// made (graph/plan.h: make_plan's `simd`, by default the level of this process), and the plan binds
+// the row's kernel for it; nothing asks for the level while a plan runs. One setting caps every family
+// the same way:
 //   GRAPHRUN_SIMD=scalar|avx2|avx512  caps the level (never raises it past what the CPU has).
-// Tests and benchmarks that walk every path (tests/op_table_walk_test.cpp) force one level at a time
-// with ForcedSimdLevel, which every family obeys because they all ask active_simd_level() per call.
-// The plan dump names the level each step's kernel runs at (OpDef::simd_path in ops/op_table.h).
+// Tests and benchmarks that walk every path (tests/ops/op_table_walk_test.cpp) take each level's kernel
+// from the row themselves. The plan dump names the level of the kernel that was bound (level_of).
 #pragma once
 
 namespace graphrun::ops {
 
 enum class SimdLevel { Scalar, Avx2, Avx512 };
+constexpr SimdLevel kSimdLevels[] = {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512};
 
 struct CpuFeatures {
     bool avx2 = false;    // avx2 + fma + f16c: the Avx2 level
@@ -22,29 +24,30 @@ const CpuFeatures& cpu_features();
 const char* simd_level_name(SimdLevel level);  // "scalar", "avx2", "avx512"
 bool simd_level_available(SimdLevel level);    // does this CPU (and OS) run it
 SimdLevel cpu_simd_level();                    // the best level the CPU has
-SimdLevel active_simd_level();  // the level kernels run: cpu_simd_level() capped by GRAPHRUN_SIMD,
-                                // or the level a ForcedSimdLevel holds
+// The level plans are made for unless told otherwise: cpu_simd_level() capped by GRAPHRUN_SIMD, read
+// once per process.
+SimdLevel active_simd_level();
 
-// While alive, kernels run at `level` (which this CPU must have: std::invalid_argument otherwise),
-// GRAPHRUN_SIMD notwithstanding; the previous setting returns when it is destroyed. For the op harness
-// and benchmarks, one thread at a time: a plan or kernel running meanwhile on another thread would see
-// the change.
-class ForcedSimdLevel {
-  public:
-    explicit ForcedSimdLevel(SimdLevel level);
-    ~ForcedSimdLevel();
-    ForcedSimdLevel(const ForcedSimdLevel&) = delete;
-    ForcedSimdLevel& operator=(const ForcedSimdLevel&) = delete;
+// A kernel per level, as an op-table row (or a traits row) holds them. nullptr falls back to the level
+// below: an AVX-512 CPU runs the AVX2 kernel of a family that has no AVX-512 one. A row with a scalar
+// kernel alone is plain C++, the same at every level.
+template <typename Fn>
+struct PerLevel {
+    Fn scalar = nullptr, avx2 = nullptr, avx512 = nullptr;
 
-  private:
-    int previous_;
+    constexpr Fn at(SimdLevel level) const {
+        if (level == SimdLevel::Avx512 && avx512) return avx512;
+        if (level >= SimdLevel::Avx2 && avx2) return avx2;
+        return scalar;
+    }
+    // The level whose kernel at(level) returns: what a plan bound at `level` runs.
+    constexpr SimdLevel level_of(SimdLevel level) const {
+        if (level == SimdLevel::Avx512 && avx512) return SimdLevel::Avx512;
+        if (level >= SimdLevel::Avx2 && avx2) return SimdLevel::Avx2;
+        return SimdLevel::Scalar;
+    }
+    constexpr bool plain() const { return !avx2 && !avx512; }  // one kernel for every level
+    constexpr explicit operator bool() const { return scalar || avx2 || avx512; }
 };
-
-// A family whose best path is below the active level (no AVX-512 path written yet, say) runs the
-// best one it has: min(active_simd_level(), best_of_family).
-inline SimdLevel simd_level_capped(SimdLevel best_of_family) {
-    const SimdLevel active = active_simd_level();
-    return active < best_of_family ? active : best_of_family;
-}
 
 }  // namespace graphrun::ops

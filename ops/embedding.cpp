@@ -11,7 +11,7 @@
 
 #include "ops/op_checks.h"
 #include "ops/op_rows.h"
-#include "ops/quant/traits.h"
+#include "ops/quant/kernels.h"
 
 namespace graphrun::ops {
 
@@ -44,7 +44,8 @@ void embedding_run(const KernelArgs& args, int64_t begin, int64_t end) {
     const TensorRef& table = args.in[1];
     const int64_t n_vocab = table.dim(0), n_embd = table.dim(1);
     const int64_t stride = row_bytes(table.dtype, n_embd);
-    const DequantizeRowFn dequantize = quant_traits(table.dtype)->dequantize_row;
+    // Plain C++: a lookup converts one row per token, and every level's conversion has the same bits.
+    const DequantizeRowFn dequantize = quant_traits_at(table.dtype, SimdLevel::Scalar)->dequantize_row;
     const int32_t* ids = args.in[0].as<int32_t>();
     for (int64_t t = begin; t < end; ++t) {
         float* y = args.out.as<float>() + t * n_embd;
@@ -87,7 +88,7 @@ const OpDef kEmbeddingOp = {
     .infer = embedding_infer,
     .work_items = embedding_work_items,
     .grain = 8,
-    .run = embedding_run,
+    .run = {.scalar = embedding_run},
     .reference = embedding_reference,
     .flops = embedding_flops,
 };

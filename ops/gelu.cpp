@@ -72,7 +72,7 @@ const OpDef kGeluOp = {
     .infer = gelu_infer,
     .work_items = gelu_work_items,
     .grain = 1,
-    .run = gelu_run,
+    .run = {.scalar = gelu_run},
     .reference = gelu_reference,
     .flops = gelu_flops,
 };

@@ -4,10 +4,13 @@
 //     ->  cache, updated in place: cache[slots[t]] = f16(x[t]) (round to nearest even, as llama.cpp
 //         stores its F16 cache), every other row unchanged
 // Units: tokens. The node's output is the cache itself, so an attention node that takes it as input
-// runs after the write and reads this batch's rows too. The kernels are in ops/attention_paths.cpp.
-#include "ops/attention.h"
+// runs after the write and reads this batch's rows too. The kernel is the f16 row conversion of the
+// level (ops/quant/kernels.h), the same bits at every level.
+#include <cassert>
+
 #include "ops/op_checks.h"
 #include "ops/op_rows.h"
+#include "ops/quant/kernels.h"
 #include "runtime/fp16.h"
 
 namespace graphrun::ops {
@@ -36,8 +39,19 @@ int64_t kv_write_work_items(const KernelArgs& args) {
     return args.in[1].rows();
 }
 
+// cache[slots[t]] = f16(x[t]) for tokens [begin, end), converted by ToF16.
+template <void (*ToF16)(const float* x, uint16_t* y, int64_t n)>
 void kv_write_run(const KernelArgs& args, int64_t begin, int64_t end) {
-    kv_write_run_path(active_simd_level(), args, begin, end);
+    const int64_t row = args.out.cols(), n_slots = args.out.rows();
+    const int32_t* slots = args.in[2].as<int32_t>();
+    uint16_t* cache = args.out.as<uint16_t>();
+    assert(row == args.in[1].cols());
+    for (int64_t t = begin; t < end; ++t) {
+        const int64_t slot = slots[t];
+        assert(0 <= slot && slot < n_slots);  // the session computes slots from block tables it checked
+        (void)n_slots;
+        ToF16(args.in[1].as<float>() + t * row, cache + slot * row, row);
+    }
 }
 
 void kv_write_reference(const KernelArgs& args) {
@@ -53,10 +67,6 @@ double kv_write_flops(const KernelArgs&) {
     return 0.0;  // a converting copy
 }
 
-SimdLevel kv_write_simd_path() {
-    return simd_level_capped(SimdLevel::Avx2);
-}
-
 }  // namespace
 
 const OpDef kKvWriteOp = {
@@ -67,10 +77,9 @@ const OpDef kKvWriteOp = {
     .infer = kv_write_infer,
     .work_items = kv_write_work_items,
     .grain = 4,
-    .run = kv_write_run,
+    .run = {.scalar = kv_write_run<scalar::f32_to_f16_row>, .avx2 = kv_write_run<avx2::f32_to_f16_row>},
     .reference = kv_write_reference,
     .flops = kv_write_flops,
-    .simd_path = kv_write_simd_path,
 };
 
 }  // namespace graphrun::ops

@@ -5,9 +5,8 @@
 // Within a range, a tile of NR weight rows is dotted with NT token rows at once: each weight load
 // serves NT tokens and each activation load NR rows. Tokens are taken in blocks of kTokenBlock so the
 // activation rows stay in cache while the weight rows stream past.
-// Paths: scalar, AVX2+FMA (+F16C for f16 weights), AVX-512F; see ops/matmul_f32.h.
-#include "ops/matmul_f32.h"
-
+// Paths: scalar, AVX2+FMA (+F16C for f16 weights), AVX-512F: one kernel per level in the row (run_at),
+// which tests and benchmarks hold against each other through kMatmulF32Op.run.at(level).
 #include <algorithm>
 #include <cassert>
 
@@ -62,14 +61,14 @@ void rows_scalar(const MatmulView<W>& m, int64_t begin, int64_t end) {
 
 // ---- AVX2 + FMA (+ F16C) -------------------------------------------------------------------------
 
-__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const float* p) {
+GR_AVX2 inline __m256 load8(const float* p) {
     return _mm256_loadu_ps(p);
 }
-__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const uint16_t* p) {
+GR_AVX2 inline __m256 load8(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-__attribute__((target("avx2,fma,f16c"))) inline float hsum8(__m256 v) {
+GR_AVX2 inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -78,7 +77,7 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum8(__m256 v) {
 
 // y[t0..t0+NT, n0..n0+NR] for one tile; x, w, y point at the tile's first row/column.
 template <typename W, int NR, int NT>
-__attribute__((target("avx2,fma,f16c"))) void tile_avx2(const MatmulView<W>& m, const float* x, const W* w,
+GR_AVX2 void tile_avx2(const MatmulView<W>& m, const float* x, const W* w,
                                                         float* y) {
     __m256 acc[NR][NT];
     for (int r = 0; r < NR; ++r)
@@ -102,7 +101,7 @@ __attribute__((target("avx2,fma,f16c"))) void tile_avx2(const MatmulView<W>& m, 
 }
 
 template <typename W>
-__attribute__((target("avx2,fma,f16c"))) void rows_avx2(const MatmulView<W>& m, int64_t begin, int64_t end) {
+GR_AVX2 void rows_avx2(const MatmulView<W>& m, int64_t begin, int64_t end) {
     constexpr int NR = 4, NT = 2;  // 8 accumulators + 4 weight vectors + 1 activation: fits 16 ymm
     for (int64_t tb = 0; tb < m.T; tb += kTokenBlock) {
         const int64_t te = std::min(m.T, tb + kTokenBlock);
@@ -121,15 +120,15 @@ __attribute__((target("avx2,fma,f16c"))) void rows_avx2(const MatmulView<W>& m, 
 
 // ---- AVX-512F ------------------------------------------------------------------------------------
 
-__attribute__((target("avx512f"))) inline __m512 load16(const float* p) {
+GR_AVX512 inline __m512 load16(const float* p) {
     return _mm512_loadu_ps(p);
 }
-__attribute__((target("avx512f"))) inline __m512 load16(const uint16_t* p) {
+GR_AVX512 inline __m512 load16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
 template <typename W, int NR, int NT>
-__attribute__((target("avx512f"))) void tile_avx512(const MatmulView<W>& m, const float* x, const W* w,
+GR_AVX512 void tile_avx512(const MatmulView<W>& m, const float* x, const W* w,
                                                     float* y) {
     __m512 acc[NR][NT];
     for (int r = 0; r < NR; ++r)
@@ -153,7 +152,7 @@ __attribute__((target("avx512f"))) void tile_avx512(const MatmulView<W>& m, cons
 }
 
 template <typename W>
-__attribute__((target("avx512f"))) void rows_avx512(const MatmulView<W>& m, int64_t begin, int64_t end) {
+GR_AVX512 void rows_avx512(const MatmulView<W>& m, int64_t begin, int64_t end) {
     constexpr int NR = 4, NT = 4;  // 16 accumulators + 4 weight vectors + 1 activation of 32 zmm
     for (int64_t tb = 0; tb < m.T; tb += kTokenBlock) {
         const int64_t te = std::min(m.T, tb + kTokenBlock);
@@ -179,34 +178,16 @@ MatmulView<W> view_of(const KernelArgs& args) {
             args.in[0].cols(),      args.in[1].dim(0)};
 }
 
-template <typename W>
-void run_typed(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
-    const MatmulView<W> m = view_of<W>(args);
-    switch (path) {
-        case SimdLevel::Avx512:
-            rows_avx512(m, begin, end);
-            return;
-        case SimdLevel::Avx2:
-            rows_avx2(m, begin, end);
-            return;
-        case SimdLevel::Scalar:
-            rows_scalar(m, begin, end);
-            return;
-    }
-}
-
-}  // namespace
-
-void matmul_f32_run_path(SimdLevel path, const KernelArgs& args, int64_t begin, int64_t end) {
-    assert(simd_level_available(path));
+// One kernel per level: x (n_tokens, K) f32 · W (N, K)ᵀ f32 or f16 -> y, weight rows [begin, end).
+template <void (*Rows32)(const MatmulView<float>&, int64_t, int64_t),
+          void (*Rows16)(const MatmulView<uint16_t>&, int64_t, int64_t)>
+void run_at(const KernelArgs& args, int64_t begin, int64_t end) {
     assert(0 <= begin && begin <= end && end <= args.in[1].dim(0));
     if (args.in[1].dtype == DType::F16)
-        run_typed<uint16_t>(path, args, begin, end);
+        Rows16(view_of<uint16_t>(args), begin, end);
     else
-        run_typed<float>(path, args, begin, end);
+        Rows32(view_of<float>(args), begin, end);
 }
-
-namespace {
 
 TensorDesc matmul_f32_infer(const NodeInfo& node) {
     check_input_count(node, 2, "x, weight");
@@ -223,10 +204,6 @@ TensorDesc matmul_f32_infer(const NodeInfo& node) {
 
 int64_t matmul_f32_work_items(const KernelArgs& args) {
     return args.in[1].dim(0);
-}
-
-void matmul_f32_run(const KernelArgs& args, int64_t begin, int64_t end) {
-    matmul_f32_run_path(active_simd_level(), args, begin, end);
 }
 
 void matmul_f32_reference(const KernelArgs& args) {
@@ -258,10 +235,11 @@ const OpDef kMatmulF32Op = {
     .infer = matmul_f32_infer,
     .work_items = matmul_f32_work_items,
     .grain = 16,
-    .run = matmul_f32_run,
+    .run = {.scalar = run_at<rows_scalar<float>, rows_scalar<uint16_t>>,
+            .avx2 = run_at<rows_avx2<float>, rows_avx2<uint16_t>>,
+            .avx512 = run_at<rows_avx512<float>, rows_avx512<uint16_t>>},
     .reference = matmul_f32_reference,
     .flops = matmul_f32_flops,
-    .simd_path = active_simd_level,
 };
 
 }  // namespace graphrun::ops

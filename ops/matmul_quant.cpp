@@ -34,10 +34,6 @@ namespace {
 
 constexpr int64_t kRowTile = 16;  // 16 rows of K = 4096 in Q8_0 are 70 KiB: well inside L2
 
-const QuantTraits& traits_of(const TensorRef& w) {
-    return *quant_traits(w.dtype);
-}
-
 // One token's outputs for weight rows [n0, n1) of the N rows.
 void run_token(const QuantTraits& tr, int64_t k, int64_t n_out, const uint8_t* w, int64_t w_row,
                const uint8_t* x_t, float* y_t, int64_t n0, int64_t n1) {
@@ -127,19 +123,27 @@ int64_t matmul_quant_prepare_items(const KernelArgs& a) {
     return a.in[0].rows();
 }
 
+namespace {
+
+// The kernels of one level, bound per plan through the rows' PerLevel (ops/cpu.h): the traits of the
+// weight's type at level L.
 // xq[t] = x[t] in the activation type, for tokens [begin, end).
-void matmul_quant_prepare(const KernelArgs& a, int64_t begin, int64_t end) {
-    const DType act = traits_of(a.in[1]).vec_dot_type;
-    const QuantizeRowFn quantize = quant_traits(act)->quantize_row;
+template <SimdLevel L>
+void prepare_at(const KernelArgs& a, int64_t begin, int64_t end) {
+    const DType act = quant_traits_at(a.in[1].dtype, L)->vec_dot_type;
+    const QuantizeRowFn quantize = quant_traits_at(act, L)->quantize_row;
     const int64_t k = a.in[0].cols(), xq_row = row_bytes(act, k);
     const auto* x = a.in[0].as<const float>();
     auto* xq = static_cast<uint8_t*>(a.scratch);
     for (int64_t t = begin; t < end; ++t) quantize(x + t * k, xq + t * xq_row, k);
 }
 
-void matmul_quant_run(const KernelArgs& a, int64_t begin, int64_t end) {
-    run_rows(a, begin, end, traits_of(a.in[1]));
+template <SimdLevel L>
+void run_at(const KernelArgs& a, int64_t begin, int64_t end) {
+    run_rows(a, begin, end, *quant_traits_at(a.in[1].dtype, L));
 }
+
+}  // namespace
 
 void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, const QuantTraits& traits) {
     run_rows(a, begin, end, traits);
@@ -214,19 +218,22 @@ double matmul_quant_flops(const KernelArgs& a) {
 
 namespace {
 
-// The instruction-set level a type's matmul runs at: the best level it has a kernel for, capped by
-// the active one (Q4_K has no AVX-512 kernel and runs its AVX2 one on an AVX-512 CPU).
-SimdLevel best_level_of(DType type) {
-    const QuantTraits* scalar = quant_traits_at(type, SimdLevel::Scalar);
-    const QuantTraits* avx2 = quant_traits_at(type, SimdLevel::Avx2);
-    const QuantTraits* avx512 = quant_traits_at(type, SimdLevel::Avx512);
-    if (avx512->vec_dot != avx2->vec_dot || avx512->vec_dot4) return SimdLevel::Avx512;
-    return avx2->vec_dot != scalar->vec_dot ? SimdLevel::Avx2 : SimdLevel::Scalar;
+// Does level `hi` run other kernels than level `lo` for weights of `type`? Where it does not, the row
+// leaves `hi` empty, so a plan at `hi` binds (and its dump names) the level below.
+bool runs_other_kernels(DType type, SimdLevel hi, SimdLevel lo) {
+    const QuantTraits &h = *quant_traits_at(type, hi), &l = *quant_traits_at(type, lo);
+    return h.vec_dot != l.vec_dot || h.vec_dot4 != l.vec_dot4 || h.gemm != l.gemm;
 }
-SimdLevel path_up_to_avx512() { return simd_level_capped(SimdLevel::Avx512); }
-SimdLevel path_up_to_avx2() { return simd_level_capped(SimdLevel::Avx2); }
-SimdLevel path_scalar() { return SimdLevel::Scalar; }
-const char* gemm_when_active() { return quant_traits(DType::Q4_0)->gemm ? "gemm" : nullptr; }
+bool quantizes_otherwise(DType type, SimdLevel hi, SimdLevel lo) {
+    const DType act = quant_traits_at(type, lo)->vec_dot_type;
+    return quant_traits_at(act, hi)->quantize_row != quant_traits_at(act, lo)->quantize_row;
+}
+
+// "gemm" where the traits of the bound level have one for the weight's type: every call goes through it.
+const char* gemm_variant(std::span<const TensorDesc> inputs, SimdLevel level) {
+    const QuantTraits* t = inputs.size() == 2 ? quant_traits_at(inputs[1].dtype, level) : nullptr;
+    return t && t->gemm ? "gemm" : nullptr;
+}
 
 }  // namespace
 
@@ -236,7 +243,8 @@ std::span<const OpDef> matmul_quant_rows() {
         for (const DTypeTraits& t : dtype_table()) {
             const QuantTraits* tr = quant_traits_at(t.type, SimdLevel::Scalar);
             if (!tr || !tr->vec_dot) continue;
-            const SimdLevel best = best_level_of(t.type);
+            const bool avx2 = runs_other_kernels(t.type, SimdLevel::Avx2, SimdLevel::Scalar);
+            const bool avx512 = runs_other_kernels(t.type, SimdLevel::Avx512, SimdLevel::Avx2);
             out.push_back({
                 .name = tr->matmul_kernel,
                 .graph_op = "matmul",
@@ -245,15 +253,17 @@ std::span<const OpDef> matmul_quant_rows() {
                 .scratch_bytes = matmul_quant_scratch_bytes,
                 .work_items = matmul_quant_work_items,
                 .grain = 32,
-                .run = matmul_quant_run,
-                .prepare = matmul_quant_prepare,
+                .run = {.scalar = run_at<SimdLevel::Scalar>,
+                        .avx2 = avx2 ? run_at<SimdLevel::Avx2> : nullptr,
+                        .avx512 = avx512 ? run_at<SimdLevel::Avx512> : nullptr},
+                .prepare = {.scalar = prepare_at<SimdLevel::Scalar>,
+                            .avx2 = quantizes_otherwise(t.type, SimdLevel::Avx2, SimdLevel::Scalar)
+                                        ? prepare_at<SimdLevel::Avx2>
+                                        : nullptr},
                 .prepare_items = matmul_quant_prepare_items,
                 .reference = matmul_quant_reference,
                 .flops = matmul_quant_flops,
-                .simd_path = best == SimdLevel::Avx512 ? path_up_to_avx512
-                             : best == SimdLevel::Avx2 ? path_up_to_avx2
-                                                       : path_scalar,
-                .path_variant = quant_traits_at(t.type, SimdLevel::Avx2)->gemm ? gemm_when_active : nullptr,
+                .path_variant = gemm_variant,
             });
         }
         return out;

@@ -14,8 +14,6 @@ TensorDesc matmul_quant_infer(const NodeInfo& node);
 int64_t matmul_quant_scratch_bytes(const NodeInfo& node);
 int64_t matmul_quant_work_items(const KernelArgs& args);     // N (weight rows)
 int64_t matmul_quant_prepare_items(const KernelArgs& args);  // n_tokens
-void matmul_quant_prepare(const KernelArgs& args, int64_t begin, int64_t end);
-void matmul_quant_run(const KernelArgs& args, int64_t begin, int64_t end);
 void matmul_quant_reference(const KernelArgs& args);
 double matmul_quant_flops(const KernelArgs& args);
 

@@ -60,7 +60,7 @@ const OpDef kMulOp = {
     .infer = mul_infer,
     .work_items = mul_work_items,
     .grain = 1,
-    .run = mul_run,
+    .run = {.scalar = mul_run},
     .reference = mul_reference,
     .flops = mul_flops,
 };

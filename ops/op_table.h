@@ -158,15 +158,16 @@ struct OpDef {
     int64_t (*scratch_bytes)(const NodeInfo& node) = nullptr;  // nullptr: no scratch
     int64_t (*work_items)(const KernelArgs& args) = nullptr;   // units `run` is split over
     int64_t grain = 1;                                         // smallest worthwhile range of units
-    KernelFn run = nullptr;
-    KernelFn prepare = nullptr;                                  // optional first phase
+    // The kernel per SIMD level (ops/cpu.h): the planner binds run.at(level) once per plan, and the plan
+    // dump names run.level_of(level). A row with only a scalar kernel is plain C++ at every level.
+    PerLevel<KernelFn> run{};
+    PerLevel<KernelFn> prepare{};                                // optional first phase, bound likewise
     int64_t (*prepare_items)(const KernelArgs& args) = nullptr;  // with prepare
     void (*reference)(const KernelArgs& args) = nullptr;         // the whole op as plain loops
     double (*flops)(const KernelArgs& args) = nullptr;           // for benchmarks and the plan dump
-    SimdLevel (*simd_path)() =
-        nullptr;  // the instruction-set path `run` takes on this CPU; nullptr: plain C++
-    // The shape of that path when a kernel has several ("gemm": tiles of rows × tokens), else nullptr.
-    const char* (*path_variant)() = nullptr;
+    // The shape of the path run.at(level) takes on these inputs when a kernel has several ("gemm":
+    // tiles of rows × tokens), else nullptr; nullptr for a row without variants.
+    const char* (*path_variant)(std::span<const TensorDesc> inputs, SimdLevel level) = nullptr;
 
     const char* op_name() const { return graph_op ? graph_op : name; }
 };

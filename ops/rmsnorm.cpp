@@ -116,7 +116,7 @@ const OpDef kRmsnormOp = {
     .infer = rmsnorm_infer,
     .work_items = rmsnorm_work_items,
     .grain = 1,
-    .run = rmsnorm_run,
+    .run = {.scalar = rmsnorm_run},
     .reference = rmsnorm_reference,
     .flops = rmsnorm_flops,
 };

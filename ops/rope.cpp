@@ -149,7 +149,7 @@ const OpDef kRopeOp = {
     .infer = rope_infer,
     .work_items = rope_work_items,
     .grain = 1,
-    .run = rope_run,
+    .run = {.scalar = rope_run},
     .reference = rope_reference,
     .flops = rope_flops,
 };

@@ -70,7 +70,7 @@ const OpDef kSelectRowsOp = {
     .infer = select_rows_infer,
     .work_items = select_rows_work_items,
     .grain = 8,
-    .run = select_rows_run,
+    .run = {.scalar = select_rows_run},
     .reference = select_rows_reference,
     .flops = select_rows_flops,
 };

@@ -63,7 +63,7 @@ const OpDef kSwigluOp = {
     .infer = swiglu_infer,
     .work_items = swiglu_work_items,
     .grain = 1,
-    .run = swiglu_run,
+    .run = {.scalar = swiglu_run},
     .reference = swiglu_reference,
     .flops = swiglu_flops,
 };

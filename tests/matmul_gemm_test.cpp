@@ -16,6 +16,7 @@
 namespace graphrun::ops {
 namespace {
 
+using testing::matmul_quant_prepare;
 using testing::QuantMatmul;
 
 constexpr DType kGemmTypes[] = {DType::Q8_0, DType::Q4_0};
@@ -139,21 +140,25 @@ TEST(MatmulGemm, MatchesTheFloatReference) {
     }
 }
 
-// The plan dump names the path ("matmul_q4/avx2+gemm") exactly when the matmul runs it.
+// The plan dump names the path ("matmul_q4/avx2+gemm") exactly when the matmul runs it: at the level
+// whose traits have the gemm, for the weight types that have one.
 TEST(MatmulGemm, ThePlanNamesThePathWhenItRuns) {
-    for (const char* kernel : {"matmul_q8", "matmul_q4"}) {
-        const OpDef* op = find_op(kernel);
-        ASSERT_NE(op, nullptr) << kernel;
-        ASSERT_NE(op->path_variant, nullptr) << kernel;
-        const char* variant = op->path_variant();
-        if (active_simd_level() == SimdLevel::Avx2) {
-            ASSERT_NE(variant, nullptr) << kernel;
-            EXPECT_STREQ(variant, "gemm");
-        } else {
-            EXPECT_EQ(variant, nullptr) << kernel << " at " << simd_level_name(active_simd_level());
+    for (const SimdLevel level : kSimdLevels) {
+        for (const DType wtype : {DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+            const OpDef* op = find_op(quant_traits(wtype)->matmul_kernel);
+            ASSERT_NE(op, nullptr) << dtype_name(wtype);
+            const std::vector<TensorDesc> inputs = {{DType::F32, {3, 64}}, {wtype, {8, 256}}};
+            const char* variant = op->path_variant ? op->path_variant(inputs, level) : nullptr;
+            if (quant_traits_at(wtype, level)->gemm) {
+                ASSERT_NE(variant, nullptr) << op->name << " at " << simd_level_name(level);
+                EXPECT_STREQ(variant, "gemm");
+            } else {
+                EXPECT_EQ(variant, nullptr) << op->name << " at " << simd_level_name(level);
+            }
         }
     }
-    EXPECT_EQ(find_op("matmul_q4_k")->path_variant, nullptr);
+    EXPECT_NE(quant_traits_at(DType::Q4_0, SimdLevel::Avx2)->gemm, nullptr);
+    EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Avx2)->gemm, nullptr);
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::nmse;
+using testing::matmul_quant_prepare;
+using testing::matmul_quant_run;
 using testing::QuantMatmul;
 
 // Every type the matmul runs: a new traits row is tested here without editing this file.

@@ -89,18 +89,20 @@ TEST(OpTableWalk, EveryRowHasAReferenceAndShapes) {
     }
 }
 
-// The paths walked are every level the dispatcher has that this CPU runs, and forcing one is what the
-// kernels see (so a walk over paths is not the same path run three times).
+// The paths walked are every level the dispatcher has that this CPU runs, and a row's kernel of a level
+// is the one its level_of names, at or below that level (so a dump's name is what runs).
 TEST(OpTableWalk, WalksEveryPathThisCpuHas) {
     std::vector<std::string> walked;
     for (const KernelPath& p : kernel_paths_on_this_cpu()) {
         walked.push_back(p.name);
-        const ops::ForcedSimdLevel forced(p.level);
-        EXPECT_EQ(ops::active_simd_level(), p.level) << p.name;
-        for (const ops::OpDef* op : ops::op_table())
-            if (op->simd_path) {
-                EXPECT_LE(op->simd_path(), p.level) << op->name << " under " << p.name;
+        for (const ops::OpDef* op : ops::op_table()) {
+            ASSERT_TRUE(op->run.scalar) << op->name << " has no scalar kernel";
+            EXPECT_LE(op->run.level_of(p.level), p.level) << op->name << " under " << p.name;
+            EXPECT_EQ(op->run.at(p.level), op->run.at(op->run.level_of(p.level))) << op->name << " under " << p.name;
+            if (op->prepare) {
+                EXPECT_TRUE(op->prepare.scalar) << op->name << " has no scalar prepare";
             }
+        }
     }
     std::vector<std::string> want = {"scalar"};
     if (ops::cpu_features().avx2) want.push_back("avx2");
@@ -109,11 +111,6 @@ TEST(OpTableWalk, WalksEveryPathThisCpuHas) {
     std::printf("[ walk     ] kernel paths on this CPU:");
     for (const std::string& p : walked) std::printf(" %s", p.c_str());
     std::printf("\n");
-}
-
-TEST(OpTableWalk, ForcingAPathTheCpuLacksIsRefused) {
-    if (ops::cpu_features().avx512) GTEST_SKIP() << "this CPU has every path";
-    EXPECT_THROW({ const ops::ForcedSimdLevel forced(ops::SimdLevel::Avx512); }, std::invalid_argument);
 }
 
 // The comparison the walk makes can fail: one element off by one ulp and an element left unwritten (NaN,
@@ -152,14 +149,18 @@ TEST_P(Row, KernelEqualsReferenceOnEveryPath) {
         OpCase ref = base;
         op.reference(ref.args(op));
         for (const KernelPath& path : kernel_paths_on_this_cpu()) {
-            const ops::ForcedSimdLevel forced(path.level);
             std::string where = std::string(path.name) +
-                                (op.simd_path ? std::string(" (runs ") + ops::simd_level_name(op.simd_path()) + ")" : "");
-            if (const char* variant = op.path_variant ? op.path_variant() : nullptr) where += std::string(" +") + variant;
+                                (op.run.plain() ? ""
+                                                : std::string(" (runs ") +
+                                                      ops::simd_level_name(op.run.level_of(path.level)) + ")");
+            std::vector<ops::TensorDesc> descs;
+            for (const TestTensor& t : base.call.in) descs.push_back(t.desc());
+            if (const char* variant = op.path_variant ? op.path_variant(descs, path.level) : nullptr)
+                where += std::string(" +") + variant;
             OpCase whole = base;
             for (Split split : {Split::Whole, Split::OddCuts, Split::EachUnit}) {
                 OpCase c = base;
-                run_case(op, c.args(op), split);
+                run_case(op, path.level, c.args(op), split);
                 EXPECT_EQ(compare_to_reference(c.written(op), ref.written(op), coverage->max_nmse), "")
                     << where << ", " << split_name(split);
                 if (split == Split::Whole) {
@@ -173,7 +174,7 @@ TEST_P(Row, KernelEqualsReferenceOnEveryPath) {
                 OpCase c = base;
                 KernelArgs args = c.args(op);
                 args.out.data = args.in[0].data;
-                run_case(op, args, Split::OddCuts);
+                run_case(op, path.level, args, Split::OddCuts);
                 EXPECT_TRUE(same_bits(c.call.in[0].bytes, whole.call.out.bytes))
                     << where << ", in place: not the one-range run's bits";
             }

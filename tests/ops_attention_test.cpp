@@ -157,16 +157,13 @@ void run_kernel(const char* op_name, const Kernel& kernel, const KernelArgs& arg
     const ops::OpDef& op = op_row(op_name);
     if (!kernel) return run_op(op, args, split);
     const int64_t n = op.work_items(args);
-    auto path = [&](int64_t begin, int64_t end) {
-        std::string(op_name) == "attention" ? ops::attention_run_path(*kernel, args, begin, end)
-                                            : ops::kv_write_run_path(*kernel, args, begin, end);
-    };
+    const KernelFn path = op.run.at(*kernel);
     int64_t begin = 0;
     for (int64_t cut : split ? odd_cuts(n) : std::vector<int64_t>{}) {
-        path(begin, cut);
+        path(args, begin, cut);
         begin = cut;
     }
-    path(begin, n);
+    path(args, begin, n);
 }
 void run_attention(const Kernel& kernel, const KernelArgs& args, bool split) {
     run_kernel("attention", kernel, args, split);

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "ops/matmul_f32.h"
+#include "ops/op_rows.h"
 #include "tests/op_test_util.h"
 
 namespace graphrun::testing {
@@ -30,10 +30,10 @@ std::vector<float> run_path(SimdLevel path, OpCall c, const std::vector<int64_t>
     const int64_t n = args.in[1].dim(0);
     int64_t begin = 0;
     for (int64_t cut : cuts) {
-        ops::matmul_f32_run_path(path, args, begin, cut);
+        ops::kMatmulF32Op.run.at(path)(args, begin, cut);
         begin = cut;
     }
-    ops::matmul_f32_run_path(path, args, begin, n);
+    ops::kMatmulF32Op.run.at(path)(args, begin, n);
     return c.out.floats();
 }
 
@@ -82,7 +82,7 @@ TEST(OpsMatmulF32, WritesOnlyItsColumns) {
     for (SimdLevel path : kPaths) {
         if (!ops::simd_level_available(path)) continue;
         OpCall c = matmul_call(3, 40, 23, DType::F32, 5);
-        ops::matmul_f32_run_path(path, c.args(), 6, 17);
+        ops::kMatmulF32Op.run.at(path)(c.args(), 6, 17);
         const std::vector<float> y = c.out.floats();
         for (int64_t t = 0; t < 3; ++t)
             for (int64_t n = 0; n < 23; ++n)

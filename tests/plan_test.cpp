@@ -7,6 +7,7 @@
 
 #include "graph/plan.h"
 #include "engine/session.h"
+#include "tools/lib/quantize_model.h"
 #include "test_models.h"
 
 namespace graphrun {
@@ -71,6 +72,54 @@ TEST(Plan, KernelChoiceFollowsWeightType) {
         ++matmuls;
     }
     EXPECT_EQ(matmuls, 7 + 1);
+}
+
+// The one dispatch: a plan binds every step's kernel of the level it was made for, and the dump names
+// the level of the kernel bound (a row without a kernel of that level runs and names the one below).
+TEST(Plan, BindsTheKernelsOfItsLevelAndTheDumpNamesThem) {
+    const std::string f32 = testing::random_model_file(testing::spec_of(32, 1, 4, 2, 64), "plan_levels");
+    const std::string q4 = (testing::test_temp_dir() / "plan_levels-q4_0.gguf").string();
+    graph::quantize_model(f32, q4, {.mix = "q4_0"});
+    auto model = graph::Model::load(q4);
+    for (const ops::SimdLevel level : ops::kSimdLevels) {
+        if (!ops::simd_level_available(level)) {
+            EXPECT_THROW(graph::make_plan(model->graph(), graph::plan_shape_for(3, 1, 16), level), std::invalid_argument);
+            continue;
+        }
+        const graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(3, 1, 16), level);
+        EXPECT_EQ(plan.simd, level);
+        std::vector<uint8_t> arena(size_t(plan.arena_bytes) + graph::kArenaAlignment);
+        std::vector<std::vector<uint8_t>> state_bytes;
+        std::vector<void*> state;
+        for (int id : plan.state_tensors) {
+            state_bytes.emplace_back(size_t(plan.tensors[size_t(id)].bytes));
+            state.push_back(state_bytes.back().data());
+        }
+        auto* base = reinterpret_cast<uint8_t*>(
+            (reinterpret_cast<uintptr_t>(arena.data()) + graph::kArenaAlignment - 1) / graph::kArenaAlignment *
+            graph::kArenaAlignment);
+        const std::vector<Step> steps = graph::bind_plan(plan, base, state);
+        const auto j = nlohmann::json::parse(graph::dump_plan_json(plan, model->graph()));
+        ASSERT_EQ(steps.size(), plan.steps.size());
+        for (size_t i = 0; i < steps.size(); ++i) {
+            const ops::OpDef& op = *plan.steps[i].op;
+            EXPECT_EQ(steps[i].run, op.run.at(level)) << op.name;
+            if (op.run.plain()) {
+                EXPECT_FALSE(j["steps"][i].contains("simd")) << op.name;
+                continue;
+            }
+            const ops::SimdLevel named = op.run.level_of(level);
+            EXPECT_EQ(j["steps"][i]["simd"], ops::simd_level_name(named)) << op.name;
+            EXPECT_LE(named, level) << op.name;
+            EXPECT_EQ(steps[i].run, op.run.at(named)) << op.name << ": the dump names another kernel than runs";
+        }
+        // Q4_0 has a kernel of its own at every level; its GEMM is the AVX2 level's.
+        const std::string text = graph::dump_plan_text(plan, model->graph());
+        const std::string q4 = std::string("matmul_q4/") + ops::simd_level_name(level) +
+                               (level == ops::SimdLevel::Avx2 ? "+gemm" : "");
+        EXPECT_THAT(text, HasSubstr(q4 + " "));
+        EXPECT_THAT(text, HasSubstr(std::string("kernels run at: ") + ops::simd_level_name(level)));
+    }
 }
 
 TEST(Plan, VerifierCatchesOverlappingLiveTensors) {

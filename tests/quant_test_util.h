@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/op_call.h"
+#include "ops/op_table.h"
 #include "ops/quant/traits.h"
 #include "ops/quant/kernels.h"
 #include "runtime/kernel.h"
@@ -15,6 +16,18 @@ namespace graphrun::ops::testing {
 
 // The one NMSE every op test and the op-table walk use (harness/op_call.h).
 using graphrun::testing::nmse;
+
+// The quantized matmul's kernels as a plan at this process's level binds them: the weight type's
+// op-table row, prepare.at / run.at(active_simd_level()).
+inline const OpDef& matmul_row_of(const KernelArgs& a) {
+    return *find_op(quant_traits(a.in[1].dtype)->matmul_kernel);
+}
+inline void matmul_quant_prepare(const KernelArgs& a, int64_t begin, int64_t end) {
+    matmul_row_of(a).prepare.at(active_simd_level())(a, begin, end);
+}
+inline void matmul_quant_run(const KernelArgs& a, int64_t begin, int64_t end) {
+    matmul_row_of(a).run.at(active_simd_level())(a, begin, end);
+}
 
 enum class Dist { Uniform, Normal, StudentT3, NormalOutliers };
 

@@ -19,7 +19,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/matmul_f32.h"
+#include "ops/op_rows.h"
 #include "tests/quant_test_util.h"  // tensor_ref
 
 using namespace graphrun;
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
         args.in[0] = tensor_ref(DType::F32, {T, K}, X.data());
         args.in[1] = tensor_ref(DType::F32, {N, K}, W.data());
         args.out = tensor_ref(DType::F32, {T, N}, y);
-        ops::matmul_f32_run_path(ops::active_simd_level(), args, 0, N);
+        ops::kMatmulF32Op.run.at(ops::active_simd_level())(args, 0, N);
     };
     const RowMatrix eigen_t1 = X.topRows(1) * W.transpose(), eigen_t2 = X.topRows(2) * W.transpose();
     std::vector<float> graphrun_t1(static_cast<size_t>(N));

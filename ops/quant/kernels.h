@@ -1,6 +1,6 @@
 // ops/quant/kernels.h — every code path behind QuantTraits, callable one by one.
 //
-// quant_traits() (ops/quant/traits.h) hands out the best path this CPU can run, chosen once at start-up.
+// quant_traits_at() hands out the kernels of one SIMD level; the matmul rows bind one level per plan.
 // Tests hold each SIMD path against the scalar one, and benchmarks time them side by side, so the
 // paths are exposed here by name. Calling an avx2:: or avx512:: function on a CPU without the
 // features that cpu_features() reports for it is undefined (an illegal instruction).

@@ -43,17 +43,6 @@ void f16_to_f32_avx2(const void* x, float* y, int64_t n) {
     avx2::f16_to_f32_row(static_cast<const uint16_t*>(x), y, n);
 }
 
-// A kernel per level; nullptr falls back to the level below (an AVX-512 CPU runs the AVX2 code).
-template <typename Fn>
-struct PerLevel {
-    Fn scalar = nullptr, avx2 = nullptr, avx512 = nullptr;
-    Fn at(SimdLevel level) const {
-        if (level == SimdLevel::Avx512 && avx512) return avx512;
-        if (level >= SimdLevel::Avx2 && avx2) return avx2;
-        return scalar;
-    }
-};
-
 struct TypeRow {
     DType type, vec_dot_type;
     PerLevel<QuantizeRowFn> quantize;
@@ -180,7 +169,7 @@ const QuantTraits* quant_traits_at(DType type, SimdLevel level) {
 }
 
 const QuantTraits* quant_traits(DType type) {
-    return quant_traits_at(type, active_simd_level());  // per call: a ForcedSimdLevel may change it
+    return quant_traits_at(type, active_simd_level());
 }
 
 void dequantize_row(DType type, const void* row, float* y, int64_t n) {

@@ -56,7 +56,8 @@ struct QuantTraits {
     RepackFn repack;  // weights re-laid at load for gemm
 };
 
-// The traits of `type` for the active SIMD level, or nullptr for a type graphrun has no kernels for
+// The traits of `type` at this process's level (ops/cpu.h: active_simd_level), or nullptr for a type
+// graphrun has no kernels for
 // (I32, the i-quants other than IQ4_XS, ...). F32 and F16 have rows (conversions, no vec_dot).
 const QuantTraits* quant_traits(DType type);
 

@@ -6,8 +6,6 @@
 // functions are plain wrappers, so nothing here runs unless cpu_features().avx2 said it may.
 // The dot products keep the scalar path's arithmetic per block (exact integer block dot, then
 // * d_w * d_x in float); only the order of the final float additions differs.
-#include <immintrin.h>
-
 #include <cmath>
 #include <cstring>
 

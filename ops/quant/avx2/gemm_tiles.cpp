@@ -27,8 +27,6 @@
 // The 4 × 2 tile (tile_4x2: 2 or 3 tokens) takes its two tokens half block by half block (TokenPair),
 // so one maddubs serves two pairs and the tree starts from 4 vectors; it builds the scales by F16C
 // too and asks for the next rows in the same way.
-#include <immintrin.h>
-
 #include <algorithm>
 
 #include "ops/quant/avx2/util.h"

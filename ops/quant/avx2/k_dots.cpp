@@ -14,8 +14,6 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "ops/quant/avx2/util.h"

@@ -24,8 +24,6 @@
 //         <= 30480 < 32767, then madd widens. The zero point: (n - 8) · x = n · x - 8 * sum(x), with
 //         8 * sum(x) of each (token, block) computed once per call.
 //   Q8_0: maddubs(|w|, x with w's sign) pairs <= 2 * 128 * 127 = 32512, widened by madd every step.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>

@@ -4,11 +4,9 @@
 // run where cpu_features().avx2 said so; the files that include this export plain wrappers.
 #pragma once
 
-#include <immintrin.h>
-
 #include <cstdint>
 
-#define GR_AVX2 __attribute__((target("avx2,fma,f16c")))
+#include "ops/simd.h"
 
 namespace graphrun::ops::avx2_util {
 

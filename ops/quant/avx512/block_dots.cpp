@@ -5,9 +5,8 @@
 // Lanes 0..7 of the result belong to the first block, lanes 8..15 to the second, so one FMA with
 // a two-valued scale vector applies both blocks' d_w * d_x.
 // Like ops/quant/avx2/block_dots.cpp: target attributes, no -march, plain exported wrappers.
-#include <immintrin.h>
-
 #include "ops/quant/kernels.h"
+#include "ops/simd.h"
 
 // GCC 12's AVX-512 headers fill "don't care" operands with a self-initialised variable
 // (_mm512_undefined_*), which -Wuninitialized reports wherever the intrinsic is inlined
@@ -18,8 +17,6 @@
 namespace graphrun::ops {
 
 namespace {
-
-#define GR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 
 GR_AVX512 inline float hsum256(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
