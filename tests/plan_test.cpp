@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/plan.h"
+#include "ops/quant/kernels.h"
 #include "engine/session.h"
 #include "tools/lib/quantize_model.h"
 #include "test_models.h"
@@ -113,10 +114,11 @@ TEST(Plan, BindsTheKernelsOfItsLevelAndTheDumpNamesThem) {
             EXPECT_LE(named, level) << op.name;
             EXPECT_EQ(steps[i].run, op.run.at(named)) << op.name << ": the dump names another kernel than runs";
         }
-        // Q4_0 has a kernel of its own at every level; its GEMM is the AVX2 level's.
+        // Q4_0's row names the level of its kernel and, where that level's traits have one, the GEMM.
         const std::string text = graph::dump_plan_text(plan, model->graph());
-        const std::string q4 = std::string("matmul_q4/") + ops::simd_level_name(level) +
-                               (level == ops::SimdLevel::Avx2 ? "+gemm" : "");
+        const ops::OpDef& q4_row = *ops::find_op("matmul_q4");
+        const std::string q4 = std::string("matmul_q4/") + ops::simd_level_name(q4_row.run.level_of(level)) +
+                               (ops::quant_traits_at(DType::Q4_0, level)->gemm ? "+gemm" : "");
         EXPECT_THAT(text, HasSubstr(q4 + " "));
         EXPECT_THAT(text, HasSubstr(std::string("kernels run at: ") + ops::simd_level_name(level)));
     }

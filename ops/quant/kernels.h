@@ -2,7 +2,7 @@
 //
 // quant_traits_at() hands out the kernels of one SIMD level; the matmul rows bind one level per plan.
 // Tests hold each SIMD path against the scalar one, and benchmarks time them side by side, so the
-// paths are exposed here by name. Calling an avx2:: or avx512:: function on a CPU without the
+// paths are exposed here by name. Calling an avx2:: function on a CPU without the
 // features that cpu_features() reports for it is undefined (an illegal instruction).
 #pragma once
 
@@ -96,16 +96,6 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);  // F16C, round to 
 // quantize_row_q8_0_ref's result, bit for bit, 8 floats at a time (activations, once per matmul).
 void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n);
 }  // namespace avx2
-
-namespace avx512 {
-float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x);
-float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
-// Four weight rows at once: what vec_dot gives for each row, up to float rounding. Sharing the
-// activation's loads, scales and zero-point correction across the rows saves about a third of the
-// vector work per weight byte.
-void vec_dot4_q8_0_q8_0(int64_t n, const void* w, int64_t w_stride, const void* x, float* out);
-void vec_dot4_q4_0_q8_0(int64_t n, const void* w, int64_t w_stride, const void* x, float* out);
-}  // namespace avx512
 
 // The traits row of `type` with the kernels of `level` (which the CPU must support), for tests and
 // benchmarks that run one path; quant_traits() is this for active_simd_level().

@@ -50,9 +50,7 @@ struct TypeRow {
     PerLevel<VecDotFn> vec_dot{};
     const char* matmul_kernel = nullptr;
     PerLevel<VecDot4Fn> vec_dot4{};
-    // At the AVX2 level only: the AVX-512 level keeps its four-row VNNI kernels, whose bits a gemm
-    // there would have to give (none is written yet), so it does not fall back to this one.
-    GemmFn gemm_avx2 = nullptr;
+    PerLevel<GemmFn> gemm{};  // the AVX-512 level runs the AVX2 GEMM until it has one of its own
 };
 
 // Weights are quantized with ggml's reference rounding at every level (a file must not depend on the
@@ -68,18 +66,16 @@ const TypeRow kRows[] = {
      .quantize = {quantize_as<block_q8_0, quantize_row_q8_0_ref>,
                   quantize_as<block_q8_0, avx2::quantize_row_q8_0>},
      .dequantize = {dequantize_as<block_q8_0, dequantize_row_q8_0>},
-     .vec_dot = {scalar::vec_dot_q8_0_q8_0, avx2::vec_dot_q8_0_q8_0, avx512::vec_dot_q8_0_q8_0},
+     .vec_dot = {scalar::vec_dot_q8_0_q8_0, avx2::vec_dot_q8_0_q8_0},
      .matmul_kernel = "matmul_q8",
-     .vec_dot4 = {.avx512 = avx512::vec_dot4_q8_0_q8_0},
-     .gemm_avx2 = avx2::gemm_lanes_q8_0_q8_0},
+     .gemm = {.avx2 = avx2::gemm_lanes_q8_0_q8_0}},
     {.type = DType::Q4_0,
      .vec_dot_type = DType::Q8_0,
      .quantize = {quantize_as<block_q4_0, quantize_row_q4_0_ref>},
      .dequantize = {dequantize_as<block_q4_0, dequantize_row_q4_0>},
-     .vec_dot = {scalar::vec_dot_q4_0_q8_0, avx2::vec_dot_q4_0_q8_0, avx512::vec_dot_q4_0_q8_0},
+     .vec_dot = {scalar::vec_dot_q4_0_q8_0, avx2::vec_dot_q4_0_q8_0},
      .matmul_kernel = "matmul_q4",
-     .vec_dot4 = {.avx512 = avx512::vec_dot4_q4_0_q8_0},
-     .gemm_avx2 = avx2::gemm_lanes_q4_0_q8_0},
+     .gemm = {.avx2 = avx2::gemm_lanes_q4_0_q8_0}},
     {.type = DType::Q4_1,
      .vec_dot_type = DType::Q8_1,
      .quantize = {quantize_as<block_q4_1, quantize_row_q4_1_ref>},
@@ -153,7 +149,7 @@ struct Table {
                        r.vec_dot.at(level),
                        r.matmul_kernel,
                        r.vec_dot4.at(level),
-                       level == SimdLevel::Avx2 ? r.gemm_avx2 : nullptr,
+                       r.gemm.at(level),
                        nullptr};
             by_type[size_t(r.type)] = &rows[i];
         }

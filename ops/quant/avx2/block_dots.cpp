@@ -71,8 +71,8 @@ GR_AVX2 inline float dot_rows(int64_t n, const WBlock* w, const block_q8_0* x) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     int64_t b = 0;
     for (; b + 3 < nb; b += 4) {
-        // The matmul reads weight rows in order: ask for the next row's bytes at this offset (see
-        // prefetch() in ops/quant/avx512/block_dots.cpp); the hardware prefetcher alone leaves the loop waiting.
+        // The matmul reads weight rows in order: ask for the next row's bytes at this offset
+        // (avx2_util::prefetch_lines); the hardware prefetcher alone leaves the loop waiting.
         _mm_prefetch(reinterpret_cast<const char*>(w + nb + b), _MM_HINT_T0);
         _mm_prefetch(reinterpret_cast<const char*>(w + nb + b + 2), _MM_HINT_T0);
         acc0 = Block(w[b], x[b], f16, acc0);

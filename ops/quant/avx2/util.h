@@ -60,7 +60,8 @@ GR_AVX2 inline __m256 row_scales8(const Block* const w[8], int64_t b) {
 }
 
 // Asks for the cache lines of [p, p + bytes): the matmul walks weight rows in order, and the kernels
-// request the next row's bytes at the offset they are reading (see ops/quant/avx512/block_dots.cpp's prefetch).
+// request the next row's bytes at the offset they are reading. The lead is a whole row, whatever K is:
+// a fixed distance within the row left the start of every next row unrequested at K = 2048.
 GR_AVX2 inline void prefetch_lines(const void* p, int bytes) {
     for (int off = 0; off < bytes; off += 64) _mm_prefetch(static_cast<const char*>(p) + off, _MM_HINT_T0);
 }

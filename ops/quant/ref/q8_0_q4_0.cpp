@@ -1,7 +1,7 @@
-// ops/quant/ref/q8_0_q4_0.cpp — the Q8_0 / Q4_0 reference quantizers and scalar paths, and the fp16 table. (Q4_1,
-// Q5_0, Q5_1, Q8_1: ops/quant/ref/q4_1_q5.cpp; the super-block types:
-// ops/quant/ref/k_quants.cpp, ops/quant/ref/k_dots.cpp, ops/quant/ref/iq4.cpp; SIMD paths: ops/quant_avx2*.cpp,
-// ops/quant/avx512/block_dots.cpp; the traits table that picks among them: ops/quant/traits.cpp.)
+// ops/quant/ref/q8_0_q4_0.cpp — the Q8_0 / Q4_0 reference quantizers and scalar paths, and the fp16
+// table. (Q4_1, Q5_0, Q5_1, Q8_1: ops/quant/ref/q4_1_q5.cpp; the super-block types:
+// ops/quant/ref/k_quants.cpp, k_dots.cpp, iq4.cpp; SIMD paths: ops/quant/avx2/; the traits table that
+// picks among them: ops/quant/traits.cpp.)
 #include "ops/quant/traits.h"
 
 #include <algorithm>
