@@ -2,8 +2,8 @@
 //
 // An op is three small pieces (STYLE.md): shape/dtype inference run at plan time, a kernel that
 // writes into memory it is given, and a plain-loop reference that tests hold the kernel against.
-// Adding an op = writing those and its row (with its attribute declarations) in ops/<family>.cpp,
-// and listing the row in ops/op_table.cpp.
+// Adding an op = those and its row (with its attribute declarations) in ops/<family>.cpp, declared in
+// ops/op_rows.h, listed in all_ops() (ops/op_table.cpp); the quantized matmul rows: ops/quant/traits.cpp.
 #pragma once
 
 #include <span>
@@ -49,7 +49,7 @@ class PlanError : public std::runtime_error {
 //
 // An op's attributes live in a params struct of its own (ops/rope.h: RopeParams), and the op declares
 // beside its kernel, as a table of AttrDecl, which fields a graph may set, of what kind and in what
-// range. The binder (graph/graph.cpp) checks every node against its op's table: an unknown attribute,
+// range. The binder (graph/bind_graph.cpp) checks every node against its op's table: an unknown attribute,
 // a value out of range, a fraction where a whole number belongs or a missing required attribute is an
 // error that names the node. A new op needs no edit to any shared struct.
 //
