@@ -3,7 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <Eigen/Dense>
+
+#include <array>
 #include <cmath>
+#include <cstring>
 
 #include "ops/op_rows.h"
 #include "tests/op_test_util.h"
@@ -62,6 +66,38 @@ TEST(OpsMatmulF32, EveryPathMatchesReferenceOnOddShapes) {
                     }
     }
     EXPECT_GE(paths_run, 1);
+}
+
+// An independent reference that shares no code with graphrun: Eigen's product in double of the same
+// inputs (f16 weights widened exactly). Every path, odd shapes, against it.
+TEST(OpsMatmulF32, EveryPathAgreesWithEigenInDouble) {
+    using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    for (SimdLevel path : kPaths) {
+        if (!ops::simd_level_available(path)) continue;
+        for (DType wtype : {DType::F32, DType::F16})
+            for (auto [t, k, n] : {std::array<int64_t, 3>{1, 100, 37}, {7, 5, 13}, {19, 72, 64}}) {
+                const OpCall call = matmul_call(t, k, n, wtype, uint32_t(t + k + n));
+                Matrix x(t, k), w(n, k);
+                const std::vector<float> xf = call.in[0].floats();
+                for (int64_t i = 0; i < t * k; ++i) x.data()[i] = xf[size_t(i)];
+                const auto* w_bytes = call.in[1].bytes.data();
+                for (int64_t i = 0; i < n * k; ++i) {
+                    float v;
+                    if (wtype == DType::F16) {
+                        uint16_t h;
+                        std::memcpy(&h, w_bytes + 2 * i, 2);
+                        v = fp16_to_f32(h);
+                    } else {
+                        std::memcpy(&v, w_bytes + 4 * i, 4);
+                    }
+                    w.data()[i] = v;
+                }
+                const Matrix y = x * w.transpose();
+                const std::vector<float> want(y.data(), y.data() + t * n);
+                EXPECT_LT(nmse(run_path(path, call, {2, 7}), want), 1e-10)
+                    << ops::simd_level_name(path) << " " << dtype_name(wtype) << " T=" << t << " K=" << k << " N=" << n;
+            }
+    }
 }
 
 TEST(OpsMatmulF32, TableKernelUsesBestPathAndMatchesReference) {
