@@ -23,19 +23,6 @@ std::string stories_model() { return testing::shared_dir() + "/models/stories260
     if (!std::filesystem::exists(stories_model())) GTEST_SKIP() << "needs " << stories_model() \
                                                                 << " (the shared folder beside the checkout)"
 
-TEST(CliText, GreedyStoryEqualsLlamaCpps) {
-    REQUIRE_STORIES();
-    const std::string prompt = "Once upon a time";
-    auto ref = test::llama_cpp_reference_text(stories_model(), prompt, 100);
-    if (!ref) GTEST_SKIP() << test::parity_harness_missing().value_or("llama.cpp reference not installed");
-    test::ProcessResult r = test::run_graphrun({"-m", stories_model(), "-p", prompt, "-n", "100", "--temp", "0"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    // stdout carries the prompt and the generated text only; timings went to stderr.
-    EXPECT_EQ(r.out, prompt + ref->text + "\n");
-    EXPECT_THAT(r.err, AllOf(HasSubstr("tok/s"), HasSubstr("ms/token")));
-    EXPECT_THAT(r.out, HasSubstr("there was a little girl named Lily"));
-}
-
 TEST(CliText, SameSeedSameTextOtherSeedOtherText) {
     REQUIRE_STORIES();
     auto run = [&](const char* seed) {

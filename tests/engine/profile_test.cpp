@@ -13,7 +13,6 @@
 #include <set>
 
 #include "engine/session.h"
-#include "tests/common/parity_util.h"
 #include "tests/common/test_models.h"
 
 namespace graphrun {
@@ -245,23 +244,6 @@ TEST(Profiler, TraceHasEveryStepOfEveryRunOnItsThread) {
 
 TEST(Profiler, UnwritableTraceFails) {
     EXPECT_THROW(graph::Profiler(true, "/nonexistent/dir/trace.json"), std::runtime_error);
-}
-
-TEST(GenerateCli, ProfileAndTraceOfPromptAndDecode) {
-    const std::string trace = (testing::test_temp_dir() / "cli_trace.json").string();
-    auto r = test::run_graphrun(
-        {"-m", model_file(), "--tokens", "1,5,9", "-n", "4", "-t", "2", "--profile", "--trace", trace});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_THAT(r.err, HasSubstr("profile 'prompt': 1 runs"));
-    EXPECT_THAT(r.err, HasSubstr("profile 'decode': 3 runs"));
-    EXPECT_EQ(test::parse_ids(r.out).size(), 4u);  // stdout still holds only the ids
-    std::ifstream in(trace);
-    EXPECT_TRUE(nlohmann::json::parse(in).contains("traceEvents"));
-
-    r = test::run_graphrun(
-        {"-m", model_file(), "--tokens", "1", "-n", "2", "--trace", "/nonexistent/x.json"});
-    EXPECT_EQ(r.exit_code, 1);
-    EXPECT_THAT(r.err, HasSubstr("--trace: cannot write '/nonexistent/x.json'"));
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // findings 6 and 8): nesting depth, repeat counts and iterations, node counts, name lengths and
 // KV layer indices are bounded, numbers are checked before any cast, and placement and the plan
 // verifier stay n log n (checked here for correctness on large and adversarial plans; the timing
-// is bench/plan_bench.cpp's).
+// is bench/plan_bench.cpp's); the plan's batch and context ceilings.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include "graph/graph.h"
 #include "graph/limits.h"
 #include "graph/plan.h"
+#include "engine/session.h"
 #include "tests/common/graph_test_util.h"
 #include "tests/common/test_models.h"
 
@@ -214,6 +215,31 @@ TEST(ArenaPlacement, ManyTensorsAliveAtOnce) {
     graph::assign_arena_offsets(plan);
     graph::verify_plan(plan);
     EXPECT_EQ(plan.arena_bytes, int64_t(n) * 64);
+}
+
+// ---- plan ceilings ----
+
+template <class F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "<no error>";
+}
+
+TEST(PlanLimits, BatchAndContextAboveTheCeilingsAreRefused) {
+    auto model = graph::Model::load(testing::random_model_file(testing::spec_of(16, 1, 4, 2, 48), "limits_tiny"));
+    EXPECT_NO_THROW(graph::make_plan(model->graph(), graph::kMaxBatch, 16));
+    EXPECT_THAT(error_of([&] { graph::make_plan(model->graph(), graph::kMaxBatch + 1, 16); }),
+                HasSubstr("a batch of 65537 tokens is more than the 65536"));
+    EXPECT_THAT(error_of([&] { graph::make_plan(model->graph(), int64_t(1) << 62, 16); }), HasSubstr("batch of"));
+    EXPECT_THAT(error_of([&] { graph::make_plan(model->graph(), 1, int64_t(1) << 60); }),
+                HasSubstr("context of 1152921504606846976 positions is outside"));
+    const graph::Plan at_ceiling = graph::make_plan(model->graph(), 1, graph::kMaxContext);
+    const int64_t row = at_ceiling.tensors[size_t(at_ceiling.state_tensors[0])].desc.shape[1];
+    EXPECT_EQ(at_ceiling.state_bytes, 2 * 1 * graph::kMaxContext * row * 2);
 }
 
 }  // namespace

@@ -1,15 +1,13 @@
 // tests/runtime/checked_sizes_test.cpp — sizes that a file or an option chooses: checked arithmetic
-// (runtime/checked_math.h), tensor sizes that overflow, and the plan ceilings of graph/limits.h.
+// (runtime/checked_math.h) and tensor sizes that overflow. The plan ceilings of graph/limits.h are
+// tests/graph/graph_limits_test.cpp's.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <limits>
 
-#include "graph/limits.h"
 #include "graph/plan.h"
-#include "engine/session.h"
 #include "runtime/checked_math.h"
-#include "tests/common/test_models.h"
 
 namespace graphrun {
 namespace {
@@ -60,21 +58,6 @@ TEST(CheckedMath, TensorSizesOverflowIntoAnErrorNotAWrappedNumber) {
     const ops::TensorDesc many{DType::F32, {int64_t(1) << 62, 4, 4}};
     EXPECT_THROW((void)many.n_elements(), SizeError);
     EXPECT_EQ((ops::TensorDesc{DType::Q8_0, {3, 64}}.nbytes()), 3 * 2 * 34);
-}
-
-// ---- plan ceilings ----
-
-TEST(PlanLimits, BatchAndContextAboveTheCeilingsAreRefused) {
-    auto model = graph::Model::load(testing::random_model_file(testing::spec_of(16, 1, 4, 2, 48), "limits_tiny"));
-    EXPECT_NO_THROW(graph::make_plan(model->graph(), graph::kMaxBatch, 16));
-    EXPECT_THAT(error_of([&] { graph::make_plan(model->graph(), graph::kMaxBatch + 1, 16); }),
-                HasSubstr("a batch of 65537 tokens is more than the 65536"));
-    EXPECT_THAT(error_of([&] { graph::make_plan(model->graph(), int64_t(1) << 62, 16); }), HasSubstr("batch of"));
-    EXPECT_THAT(error_of([&] { graph::make_plan(model->graph(), 1, int64_t(1) << 60); }),
-                HasSubstr("context of 1152921504606846976 positions is outside"));
-    const graph::Plan at_ceiling = graph::make_plan(model->graph(), 1, graph::kMaxContext);
-    const int64_t row = at_ceiling.tensors[size_t(at_ceiling.state_tensors[0])].desc.shape[1];
-    EXPECT_EQ(at_ceiling.state_bytes, 2 * 1 * graph::kMaxContext * row * 2);
 }
 
 }  // namespace

@@ -1,10 +1,8 @@
-// tests/text/tokenizer_test.cpp — the SentencePiece tokenizer against llama.cpp's test vectors and the
-// stories260K vocabulary; decode round trips; special tokens; streaming of split UTF-8 characters.
+// tests/text/tokenizer_test.cpp — the SentencePiece tokenizer on llama.cpp's test vocabulary: decode round
+// trips; special tokens; streaming of split UTF-8 characters. Its ids against llama.cpp's vectors are
+// tests/parity/tokenizer_vectors_test.cpp; `graphrun tokenize` is tests/cli/tokenize_command_test.cpp.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -18,7 +16,6 @@ namespace {
 using tokenizer_test::kShared;
 
 const std::string kLlamaVocab = kShared + "/testdata/tokenizer/ggml-vocab-llama-spm.gguf";
-const std::string kStories = kShared + "/models/stories260K.gguf";
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -64,12 +61,6 @@ std::shared_ptr<const GgufFile> open_or_null(const std::string& path) {
     return GgufFile::open(path);
 }
 
-std::string show(const std::vector<int32_t>& ids) {
-    std::string s;
-    for (const int32_t id : ids) s += std::to_string(id) + " ";
-    return s;
-}
-
 bool valid_utf8(std::string_view s) {
     for (size_t i = 0; i < s.size();) {
         const int n = tokenizer_detail::utf8_sequence_length(s, i);
@@ -91,16 +82,6 @@ class LlamaSpm : public ::testing::Test {
     std::optional<Tokenizer> tok_;
     std::vector<VectorCase> cases_;
 };
-
-TEST_F(LlamaSpm, MatchesLlamaCppVectors) {
-    // 46 inputs in .inp, 46 lines in .out; llama.cpp's test encodes without BOS, without specials.
-    ASSERT_EQ(cases_.size(), 46u);
-    EXPECT_EQ(cases_[2].text, "") << "the third input is empty";
-    EXPECT_EQ(cases_[6].text, "\t");
-    EXPECT_EQ(cases_[7].text, "\n") << "one newline survives the separator rule";
-    for (const VectorCase& c : cases_)
-        EXPECT_EQ(show(tok_->encode(c.text, false, false)), show(c.ids)) << "input: '" << c.text << "'";
-}
 
 TEST_F(LlamaSpm, MetadataAndSpecialIds) {
     EXPECT_EQ(tok_->n_vocab(), 32000);
@@ -226,71 +207,6 @@ TEST_F(LlamaSpm, StreamingReplacesBytesThatCannotFormCharacters) {
             EXPECT_EQ(text, bytes);
         }
     }
-}
-
-TEST(Stories260K, OnceUponATime) {
-    const auto file = open_or_null(kStories);
-    if (!file) GTEST_SKIP() << kStories << " is missing (../shared not present)";
-    const Tokenizer tok = Tokenizer::from_gguf(*file);
-    EXPECT_EQ(tok.n_vocab(), 512);
-    EXPECT_TRUE(tok.add_bos());
-    EXPECT_EQ(tok.encode("Once upon a time", tok.add_bos()), (std::vector<int32_t>{1, 403, 407, 261, 378}));
-    EXPECT_EQ(tok.decode(std::vector<int32_t>{1, 403, 407, 261, 378}), "Once upon a time");
-    EXPECT_TRUE(tok.is_end_of_generation(2));
-}
-
-// Runs `graphrun ARGS` and returns what it printed (stdout and stderr) and its exit status.
-std::pair<std::string, int> run_graphrun(const std::string& args) {
-    FILE* pipe = ::popen((std::string(GRAPHRUN_BINARY) + " " + args + " 2>&1").c_str(), "r");
-    std::string out;
-    char buf[256];
-    while (pipe && std::fgets(buf, sizeof buf, pipe)) out += buf;
-    const int status = pipe ? ::pclose(pipe) : -1;
-    return {out, status};
-}
-
-TEST(TokenizeCommand, PrintsIdsLikeLlamaTokenize) {
-    if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " is missing (../shared not present)";
-    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " -p 'Once upon a time'"),
-              std::make_pair(std::string("[1, 403, 407, 261, 378]\n"), 0));
-    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " -p 'Once upon' --no-bos --show-pieces"),
-              std::make_pair(std::string("[403, 407]\n   403 -> ' Once'\n   407 -> ' upon'\n"), 0));
-    const auto [err, status] = run_graphrun("tokenize -m " + kStories + ".missing -p x");
-    EXPECT_NE(status, 0);
-    EXPECT_NE(err.find("stories260K.gguf.missing"), std::string::npos) << err;
-}
-
-// -f FILE and --stdin take the text byte for byte (a final newline included), read as prompt files
-// are (bounded, never hanging); exactly one source.
-TEST(TokenizeCommand, ReadsAFileOrStdinBoundedAsPromptFiles) {
-    if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " is missing (../shared not present)";
-    const std::string path =
-        ::testing::TempDir() + "graphrun_tokenize_" + std::to_string(::getpid()) + ".txt";
-    std::ofstream(path, std::ios::binary) << "Once upon a time\n";
-    const auto from_prompt = run_graphrun("tokenize -m " + kStories + " -p 'Once upon a time\n'");
-    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " -f " + path), from_prompt);
-    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " --stdin < " + path), from_prompt);
-    std::remove(path.c_str());
-    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " --no-bos --stdin < /dev/null"),
-              std::make_pair(std::string("[]\n"), 0));
-
-    const auto fails_with = [](const std::string& args, const std::string& message) {
-        const auto [out, status] = run_graphrun("tokenize -m " + kStories + " " + args);
-        EXPECT_NE(status, 0) << args;
-        EXPECT_NE(out.find(message), std::string::npos) << args << ": " << out;
-    };
-    fails_with("", "give the text once: -p TEXT, -f FILE or --stdin");
-    fails_with("-p a --stdin", "give the text once");
-    fails_with("-f /dev/zero", "-f /dev/zero: is larger than 16777216 bytes, the limit for text to tokenize");
-    fails_with("-f /no/such/file", "-f /no/such/file: cannot open: No such file or directory");
-    fails_with("-f /tmp", "-f /tmp: is a directory");
-    // A FIFO nobody writes to reads as empty instead of hanging in open().
-    const std::string fifo = ::testing::TempDir() + "graphrun_tokenize_fifo_" + std::to_string(::getpid());
-    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-    EXPECT_EQ(run_graphrun("tokenize -m " + kStories + " -f " + fifo),
-              std::make_pair(std::string("[1]\n"), 0));
-    std::remove(fifo.c_str());
-    fails_with("--stdin < /dev/zero", "--stdin: /dev/stdin: is larger than 16777216 bytes");
 }
 
 }  // namespace

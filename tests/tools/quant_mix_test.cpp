@@ -1,14 +1,12 @@
-// tests/tools/quant_mix_test.cpp — the per-tensor type choices of graphrun quantize's mixes (llama-quantize's):
-//   - whole files equal llama-quantize's rand256 Q4_0, Q4_K_M, Q5_K_M and Q6_K files, tensor for tensor
-//     (type, bytes) and key for key;
-//   - the rules on a 32-layer skeleton: which attn_v / ffn_down layers get more bits in each mix,
-//     output.weight, tied embeddings, rows that are not whole blocks, --pure, forced types.
+// tests/tools/quant_mix_test.cpp — the per-tensor type choices of graphrun quantize's mixes (llama-quantize's)
+// by their rules, on a 32-layer skeleton: which attn_v / ffn_down layers get more bits in each mix,
+// output.weight, tied embeddings, rows that are not whole blocks, --pure, forced types. Whole files
+// equal to llama-quantize's rand256 files are tests/parity/llama_quantize_test.cpp.
 #include "tools/lib/quant_mix.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -21,48 +19,6 @@ namespace graphrun {
 namespace {
 
 using ::testing::HasSubstr;
-
-const std::string kDir = testing::shared_dir() + "/testdata/llamacpp-quantized/";
-
-// ---- llama-quantize's own files ----
-
-class LlamaQuantizeFile : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
-
-TEST_P(LlamaQuantizeFile, IsReproducedTensorForTensorAndKeyForKey) {
-    const auto [mix, file] = GetParam();
-    if (!std::filesystem::exists(kDir + file)) GTEST_SKIP() << "needs " << kDir << " (../shared)";
-    testing::TempFile out(std::string("mix_rand256_") + mix);
-    graph::quantize_model(kDir + "rand256-F32.gguf", out.path, graph::QuantizeOptions{.mix = mix});
-    const auto ours = GgufFile::open(out.path);
-    const auto theirs = GgufFile::open(kDir + file);
-    ASSERT_EQ(ours->tensors().size(), theirs->tensors().size());
-    for (const GgufTensor& t : theirs->tensors()) {
-        SCOPED_TRACE(t.name);
-        const GgufTensor* o = ours->find_tensor(t.name);
-        ASSERT_NE(o, nullptr);
-        EXPECT_EQ(o->type, t.type);
-        EXPECT_EQ(o->ne, t.ne);
-        ASSERT_EQ(o->nbytes, t.nbytes);
-        EXPECT_EQ(std::memcmp(o->data, t.data, t.nbytes), 0);
-    }
-    for (const auto& [key, value] : theirs->metadata()) {
-        const GgufValue* mine = ours->find(key);
-        ASSERT_NE(mine, nullptr) << key;
-        if (value.is_integer()) {
-            EXPECT_EQ(mine->as_int(key), value.as_int(key)) << key;
-        }
-    }
-    EXPECT_EQ(ours->metadata().size(), theirs->metadata().size());
-}
-
-INSTANTIATE_TEST_SUITE_P(Rand256, LlamaQuantizeFile,
-                         ::testing::Values(std::pair{"q4_0", "rand256-Q4_0.gguf"},
-                                           std::pair{"q4_k_m", "rand256-Q4_K_M.gguf"},
-                                           std::pair{"q5_k_m", "rand256-Q5_K_M.gguf"},
-                                           std::pair{"q6_k", "rand256-Q6_K.gguf"}),
-                         [](const auto& info) { return std::string(info.param.first); });
-
-// ---- the rules ----
 
 // A skeleton of a Llama: n_layer layers of the seven matrices (rows of `k`, ffn_down rows of `ff`),
 // norms, token_embd and (unless tied) output; zeros, since only names and shapes matter here.

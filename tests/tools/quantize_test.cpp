@@ -1,10 +1,11 @@
 // tests/tools/quantize_test.cpp — `graphrun quantize` writes the file llama-quantize would, and it runs.
 //
-//   - the file: types per tensor, shapes, metadata, norms untouched, unblockable rows kept and reported;
-//     byte for byte llama-quantize's Q8_0 file of the shared rand256 model;
+//   - the file: types per tensor, shapes, metadata, norms untouched, unblockable rows kept and reported
+//     (byte for byte llama-quantize's Q8_0 file of the shared rand256 model: tests/parity/llama_quantize_test.cpp);
 //   - conversions: from F16, from the other quantized type, and copies of the same type;
 //   - errors and the command line.
-// Parity with llama.cpp and the end-to-end error of quantization are in quantize_accuracy_test.cpp.
+// The end-to-end error of quantization is in quantize_accuracy_test.cpp, parity with llama.cpp in
+// tests/parity/quantized_parity_test.cpp.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -179,35 +180,6 @@ TEST(Quantize, ConvertsF16AndRequantizesAndCopiesRowByRow) {
     EXPECT_EQ(requantized.count(graph::TensorAction::Copied), 1u);
     EXPECT_EQ(copied.count(graph::TensorAction::Copied), 14u);
     EXPECT_EQ(copied.count(graph::TensorAction::Quantized), 0u);
-}
-
-// The strongest check of the whole file: llama-quantize's own Q8_0 file of the shared rand256 model,
-// reproduced tensor for tensor and key for key.
-TEST(Quantize, ReproducesLlamaQuantizesQ8_0FileOfRand256) {
-    const std::string dir = testing::shared_dir() + "/testdata/llamacpp-quantized/";
-    if (!std::filesystem::exists(dir + "rand256-Q8_0.gguf"))
-        GTEST_SKIP() << "needs " << dir << " (../shared)";
-    testing::TempFile out("quantize_rand256_q8_0");
-    graph::quantize_model(dir + "rand256-F32.gguf", out.path, DType::Q8_0);
-    const auto ours = GgufFile::open(out.path);
-    const auto theirs = GgufFile::open(dir + "rand256-Q8_0.gguf");
-
-    ASSERT_EQ(ours->tensors().size(), theirs->tensors().size());
-    for (const GgufTensor& t : theirs->tensors()) {
-        SCOPED_TRACE(t.name);
-        const GgufTensor* o = ours->find_tensor(t.name);
-        ASSERT_NE(o, nullptr);
-        EXPECT_EQ(o->type, t.type);
-        EXPECT_EQ(o->ne, t.ne);
-        ASSERT_EQ(o->nbytes, t.nbytes);
-        EXPECT_EQ(std::memcmp(o->data, t.data, t.nbytes), 0);
-    }
-    auto a = metadata_map(*ours), b = metadata_map(*theirs);
-    for (const auto& [key, value] : b) {
-        ASSERT_TRUE(a.count(key)) << key << " is missing";
-        EXPECT_TRUE(same_value(*a.at(key), *value)) << key;
-    }
-    for (const auto& [key, value] : a) EXPECT_TRUE(b.count(key)) << key << " is not in llama-quantize's file";
 }
 
 TEST(Quantize, ErrorsSayWhatIsWrong) {
