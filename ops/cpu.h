@@ -4,7 +4,7 @@
 // is chosen at run time. Every family (matmul_f32, the quantized matmuls, attention, ...) asks this
 // file which level to run, so one setting caps them all:
 //   GRAPHRUN_SIMD=scalar|avx2|avx512  caps the level (never raises it past what the CPU has).
-// Tests and benchmarks that walk every path (tests/op_table_walk_test.cpp) force one level at a time
+// Tests and benchmarks that walk every path (tests/ops/op_table_walk_test.cpp) force one level at a time
 // with ForcedSimdLevel, which every family obeys because they all ask active_simd_level() per call.
 // The plan dump names the level each step's kernel runs at (OpDef::simd_path in ops/op_table.h).
 #pragma once

@@ -9,7 +9,7 @@ set -euo pipefail
 
 # dpkg-dev and file: cpack -G DEB (dpkg-shlibdeps) declares the package's library dependencies with them.
 packages=(g++ cmake make pkg-config libeigen3-dev libtbb-dev nlohmann-json3-dev libcli11-dev libicu-dev libcpp-httplib-dev dpkg-dev file)
-# chromium and curl: the headless-browser test of the server's page (tests/server_page_test.sh).
+# chromium and curl: the headless-browser test of the server's page (tests/server/server_page_test.sh).
 [[ " $* " == *" --no-tests "* ]] || packages+=(libgtest-dev libgmock-dev libbenchmark-dev chromium curl)
 for flag in "$@"; do
   case "$flag" in

@@ -1,6 +1,6 @@
 // tests/text/chat_template_test.cpp — chat template detection (llama.cpp's markers and order), each
-// family's rendering, and where ChatReplyStream ends a reply. chat_template_jinja_test.cpp holds the
-// renderings of the real Llama 3 and Qwen3 templates to a Jinja engine.
+// family's rendering, and where ChatReplyStream ends a reply. tests/parity/chat_template_jinja_test.cpp
+// holds the renderings of the real Llama 3 and Qwen3 templates to a Jinja engine.
 #include "runtime/text/chat_template.h"
 
 #include <gmock/gmock.h>

@@ -1,6 +1,6 @@
 // tests/text/tokenizer_pretokenize_test.cpp — the Llama 3, Qwen2 and SmolLM pre-tokenizers word by word
 // (the splits llama.cpp's matchers make, worked out from their regexes), and how encode and decode
-// treat bytes that are not UTF-8. tokenizer_parity_test.cpp holds the same pre-tokenizers to
+// treat bytes that are not UTF-8. tests/parity/tokenizer_parity_test.cpp holds the same pre-tokenizers to
 // llama.cpp itself on the real vocabularies.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

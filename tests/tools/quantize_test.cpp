@@ -1,7 +1,8 @@
 // tests/tools/quantize_test.cpp — `graphrun quantize` writes the file llama-quantize would, and it runs.
 //
 //   - the file: types per tensor, shapes, metadata, norms untouched, unblockable rows kept and reported
-//     (byte for byte llama-quantize's Q8_0 file of the shared rand256 model: tests/parity/llama_quantize_test.cpp);
+//     (byte for byte llama-quantize's Q8_0 file of the shared rand256 model is
+//     tests/parity/llama_quantize_test.cpp's);
 //   - conversions: from F16, from the other quantized type, and copies of the same type;
 //   - errors and the command line.
 // The end-to-end error of quantization is in quantize_accuracy_test.cpp, parity with llama.cpp in
