@@ -15,7 +15,7 @@
 // Batch invariance: a sequence's logits are the same bits whatever else is in its batch, however its
 // tokens were split into batches, for any thread count, and whichever blocks hold its positions. Every
 // kernel computes a token's row from that row alone (and attention from the token's own sequence, in
-// position order), which is what the tests in tests/batch_invariance_test.cpp hold it to. Blocks found
+// position order), which is what the tests in tests/engine/batch_invariance_test.cpp hold it to. Blocks found
 // again under their prefix are therefore the bits a recomputation would give, so sharing them changes
 // nothing but the work and memory saved.
 #pragma once

@@ -1,7 +1,7 @@
 // harness/op_call.h — owning buffers for one op call: build KernelArgs/TensorRef from std::vectors,
 // run a kernel over ranges split at chosen places, compare by NMSE, read an infer error message.
 // Generic over ops (nothing here knows a particular op) and free of any test framework: the op tests
-// (tests/op_test_util.h adds their GoogleTest checks), the op-table walk (harness/op_coverage.h) and the
+// (tests/common/op_test_util.h adds their GoogleTest checks), the op-table walk (harness/op_coverage.h) and the
 // benchmarks (bench/) all build their calls from it.
 #pragma once
 

@@ -2,7 +2,7 @@
 // (test data stays out of the shipped library): the NMSE bound its kernel is held to against the row's
 // `reference`, and its shape generators, small odd shapes for the test and Llama shapes for the benchmark.
 //
-//   tests/op_table_walk_test.cpp (OpTableWalk.*)  every row, every kernel path this CPU has, every test
+//   tests/ops/op_table_walk_test.cpp (OpTableWalk.*)  every row, every kernel path this CPU has, every test
 //                                                 shape, whole and split ranges: kernel == reference
 //   bench/op_walk_bench.cpp (op/<row>/<shape>/<path>)  the same rows at the Llama shapes: bytes/s, FLOP/s
 //

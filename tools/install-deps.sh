@@ -9,7 +9,7 @@ set -euo pipefail
 
 # dpkg-dev and file: cpack -G DEB (dpkg-shlibdeps) declares the package's library dependencies with them.
 packages=(g++ cmake make pkg-config libtbb-dev nlohmann-json3-dev libcli11-dev libicu-dev libcpp-httplib-dev dpkg-dev file)
-# chromium and curl: the headless-browser test of the server's page (tests/server_page_test.sh).
+# chromium and curl: the headless-browser test of the server's page (tests/server/server_page_test.sh).
 # libeigen3-dev: the op tests' independent reference (Eigen's product in double), not linked by graphrun.
 [[ " $* " == *" --no-tests "* ]] || packages+=(libgtest-dev libgmock-dev libbenchmark-dev libeigen3-dev chromium curl)
 for flag in "$@"; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/openai-setup.sh — installs the official `openai` npm client (the version tests/openai/package.json
-# pins) that the end-to-end server test (tests/openai/e2e.mjs) drives `graphrun serve` with, into a
+# tools/openai-setup.sh — installs the official `openai` npm client (the version tests/server/openai/package.json
+# pins) that the end-to-end server test (tests/server/openai/e2e.mjs) drives `graphrun serve` with, into a
 # cache folder outside the source tree.
 #
 #   tools/openai-setup.sh [DIR]      DIR defaults to $GRAPHRUN_OPENAI_DIR, else <source>/build/openai
@@ -10,7 +10,7 @@
 set -euo pipefail
 
 src_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-client_src="$src_dir/tests/openai"
+client_src="$src_dir/tests/server/openai"
 dir="${1:-${GRAPHRUN_OPENAI_DIR:-$src_dir/build/openai}}"
 tag=openai-setup
 source "$src_dir/tools/npm-folder.sh"

@@ -1,46 +1,89 @@
 #!/usr/bin/env bash
-# tools/test.sh — the README's second command (and CI's): install what is missing, build with
-# warnings as errors, set up the llama.cpp reference (node-llama-cpp from npm), run every test;
-# then build the suite again with AddressSanitizer + UndefinedBehaviorSanitizer and run it there;
-# then build the libFuzzer targets with clang and run each for 60 s on its seeds (docs/security.md).
+# tools/test.sh — the README's second command (and CI's): install what is missing, set up the llama.cpp
+# reference (node-llama-cpp from npm) and the openai client, build with warnings as errors, run every
+# test; then build the tests again with AddressSanitizer + UndefinedBehaviorSanitizer and run all but
+# the parity label there; then build the libFuzzer targets with clang and run each for 60 s on its
+# seeds (docs/security.md). The time of each stage is printed at the end, also when a stage fails.
 # GRAPHRUN_NO_SANITIZE=1 skips the second pass and GRAPHRUN_NO_FUZZ=1 the third (for a quick local run).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GRAPHRUN_BUILD_DIR:-$root/build-test}"
 jobs="$(nproc)"
 
-bash "$root/tools/install-deps.sh" --parity
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGRAPHRUN_WERROR=ON >/dev/null
-cmake --build "$build" -j"$jobs"
+# ---- stage times, printed on exit whatever the outcome ----
+stages=(deps build "tests (Release)" "sanitizer build" "sanitizer tests" fuzz)
+declare -A took=()
+current="" current_start=0
+begin() { current="$1" current_start=$SECONDS; }
+end() { took[$current]="$(minutes $((SECONDS - current_start)))"; current=""; }
+skip() { took[$1]="skipped"; }
+minutes() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+print_times() {
+  local status=$?
+  [[ -n "$current" ]] && took[$current]="$(minutes $((SECONDS - current_start))) (failed)"
+  echo "== stage times =="
+  for s in "${stages[@]}"; do printf '  %-16s %s\n' "$s" "${took[$s]:-not reached}"; done
+  printf '  %-16s %s\n' total "$(minutes "$SECONDS")"
+  exit "$status"
+}
+trap print_times EXIT
+SECONDS=0
 
+begin deps
+bash "$root/tools/install-deps.sh" --parity
 # The llama.cpp reference for parity tests; tests skip (and say so) only if this could not install.
 if parity_dir="$(bash "$root/tools/parity-setup.sh" "$build/parity")"; then
   export GRAPHRUN_PARITY_DIR="$parity_dir"
 else
   echo "test: the llama.cpp reference (node-llama-cpp) could not be installed; parity tests will skip" >&2
 fi
-
 # The official openai npm client for the end-to-end server test, which skips (and says so) without it.
 if openai_dir="$(bash "$root/tools/openai-setup.sh" "$build/openai")"; then
   export GRAPHRUN_OPENAI_DIR="$openai_dir"
 else
   echo "test: the openai npm client could not be installed; the ServerOpenAiClient test will skip" >&2
 fi
+end
 
+begin build
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGRAPHRUN_WERROR=ON >/dev/null
+cmake --build "$build" -j"$jobs"
+end
+
+begin "tests (Release)"
 echo "== tests (Release, -Werror) =="
 (cd "$build" && ctest --output-on-failure -j"$jobs")
+end
 
 if [[ "${GRAPHRUN_NO_SANITIZE:-0}" != 1 ]]; then
-  echo "== tests again under ASan + UBSan =="
+  # The llama.cpp comparisons (label parity: the long sweeps) already ran above; here the sanitizers
+  # look at graphrun's own code, so only the other parts' executables (tests/<part>/) are built.
+  targets=(graphrun)
+  for dir in "$root"/tests/*/; do
+    part="$(basename "$dir")"
+    if [[ "$part" != parity ]] && compgen -G "$dir*_test.cpp" >/dev/null; then targets+=("graphrun_tests_$part"); fi
+  done
+  begin "sanitizer build"
+  echo "== ASan + UBSan build: ${targets[*]} =="
   asan="$build-asan"
   cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_WERROR=ON -DGRAPHRUN_SANITIZE=ON >/dev/null
-  cmake --build "$asan" -j"$jobs" --target graphrun graphrun_tests
-  # The llama.cpp comparisons already ran above; here the sanitizers look at graphrun's own code.
-  (cd "$asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -E "LlamaCpp|ParityReference")
+  cmake --build "$asan" -j"$jobs" --target "${targets[@]}"
+  end
+  begin "sanitizer tests"
+  echo "== tests again under ASan + UBSan (all but label parity) =="
+  (cd "$asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE parity)
+  end
+else
+  skip "sanitizer build"
+  skip "sanitizer tests"
 fi
 
 if [[ "${GRAPHRUN_NO_FUZZ:-0}" != 1 ]]; then
+  begin fuzz
   echo "== fuzz targets, ${GRAPHRUN_FUZZ_SECONDS:-60} s each under ASan + UBSan =="
   # Any crash, sanitizer report, leak or timeout fails the run (and so CI); tools/fuzz.sh says which input.
   GRAPHRUN_FUZZ_BUILD_DIR="$build-fuzz" bash "$root/tools/fuzz.sh" all "${GRAPHRUN_FUZZ_SECONDS:-60}"
+  end
+else
+  skip fuzz
 fi

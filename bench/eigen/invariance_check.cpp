@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "ops/op_rows.h"
-#include "tests/quant_test_util.h"  // tensor_ref
+#include "tests/common/quant_test_util.h"  // tensor_ref
 
 using namespace graphrun;
 using graphrun::ops::testing::tensor_ref;

@@ -7,7 +7,7 @@ The GGUF file carries llama.cpp's llama keys and the SentencePiece vocabulary (p
 token types, the 256 <0xNN> byte-fallback pieces), with F32 tensors; `graphrun quantize` makes
 the shipped Q8_0 file from it. The expected tokens come from PyTorch running the weights exactly
 as the Q8_0 file stores them (each block of 32 rounded as ggml rounds it), greedy, by full
-recomputation; graphrun's test (tests/trained_model_test.cpp) must continue the prompt the same way.
+recomputation; graphrun's test (tests/parity/trained_model_test.cpp) must continue the prompt the same way.
 """
 import argparse
 import json

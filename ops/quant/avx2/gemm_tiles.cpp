@@ -13,7 +13,7 @@
 //   sum = 0; for each block b in order: sum = sum + float(idot_b) * (d_w,b * d_x,b)
 // with idot_b the exact integer block dot, and a plain mul and add (no FMA), as scalar:: does. So a
 // token's row is the same bits for any n_tokens, tile boundary, row range or thread count, and equals
-// scalar::vec_dot (tests/matmul_gemm_test.cpp checks all of it).
+// scalar::vec_dot (tests/ops/matmul_gemm_test.cpp checks all of it).
 //
 // A micro-tile holds 8 (row, token) pairs per accumulator vector, one pair per float lane, in two
 // shapes: 4 rows × 2 tokens and 8 × 1 (decode). The integer

@@ -1,0 +1,118 @@
+// tests/common/quant_test_util.h — random data and small matmul fixtures shared by the quant tests.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "harness/op_call.h"
+#include "ops/op_table.h"
+#include "ops/quant/traits.h"
+#include "ops/quant/kernels.h"
+#include "runtime/kernel.h"
+
+namespace graphrun::ops::testing {
+
+// The one NMSE every op test and the op-table walk use (harness/op_call.h).
+using graphrun::testing::nmse;
+
+// The quantized matmul's kernels as a plan at this process's level binds them: the weight type's
+// op-table row, prepare.at / run.at(active_simd_level()).
+inline const OpDef& matmul_row_of(const KernelArgs& a) {
+    return *find_op(quant_traits(a.in[1].dtype)->matmul_kernel);
+}
+inline void matmul_quant_prepare(const KernelArgs& a, int64_t begin, int64_t end) {
+    matmul_row_of(a).prepare.at(active_simd_level())(a, begin, end);
+}
+inline void matmul_quant_run(const KernelArgs& a, int64_t begin, int64_t end) {
+    matmul_row_of(a).run.at(active_simd_level())(a, begin, end);
+}
+
+enum class Dist { Uniform, Normal, StudentT3, NormalOutliers };
+
+inline const char* dist_name(Dist d) {
+    switch (d) {
+        case Dist::Uniform:
+            return "uniform[-1,1]";
+        case Dist::Normal:
+            return "normal(0,1)";
+        case Dist::StudentT3:
+            return "student-t(3)";
+        case Dist::NormalOutliers:
+            return "normal+0.5%x20 outliers";
+    }
+    return "?";
+}
+
+inline std::vector<float> random_values(size_t n, Dist dist, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::student_t_distribution<float> student(3.0f);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) {
+        switch (dist) {
+            case Dist::Uniform:
+                x = uniform(rng);
+                break;
+            case Dist::Normal:
+                x = normal(rng);
+                break;
+            case Dist::StudentT3:
+                x = student(rng);
+                break;
+            case Dist::NormalOutliers:
+                x = normal(rng) * (unit(rng) < 0.005f ? 20.0f : 1.0f);
+                break;
+        }
+    }
+    return v;
+}
+
+inline std::vector<float> random_uniform(size_t n, uint32_t seed) {
+    return random_values(n, Dist::Uniform, seed);
+}
+
+// A (rows, k) f32 matrix quantized row by row to `type` with the traits' quantizer.
+inline std::vector<uint8_t> quantize_matrix(DType type, const std::vector<float>& w, int64_t rows,
+                                            int64_t k) {
+    std::vector<uint8_t> q(size_t(rows * row_bytes(type, k)));
+    for (int64_t r = 0; r < rows; ++r)
+        quant_traits(type)->quantize_row(&w[size_t(r * k)], &q[size_t(r * row_bytes(type, k))], k);
+    return q;
+}
+
+inline TensorRef tensor_ref(DType type, std::initializer_list<int64_t> shape, void* data) {
+    TensorRef t;
+    t.dtype = type;
+    t.rank = int(shape.size());
+    int i = 0;
+    for (int64_t d : shape) t.shape[size_t(i++)] = d;
+    t.data = data;
+    return t;
+}
+
+// x (n_tokens, k) f32 · W (n, k)ᵀ quantized -> y (n_tokens, n), with its own buffers.
+struct QuantMatmul {
+    std::vector<float> x, y;
+    std::vector<uint8_t> w, scratch;
+    KernelArgs args;
+
+    QuantMatmul(DType wtype, int64_t n_tokens, int64_t n, int64_t k, const std::vector<float>& wf,
+                std::vector<float> xf)
+        : x(std::move(xf)),
+          y(size_t(n_tokens * n), NAN),
+          w(quantize_matrix(wtype, wf, n, k)),
+          scratch(size_t(n_tokens * row_bytes(quant_traits(wtype)->vec_dot_type, k))) {
+        args.n_in = 2;
+        args.in[0] = tensor_ref(DType::F32, {n_tokens, k}, x.data());
+        args.in[1] = tensor_ref(wtype, {n, k}, w.data());
+        args.out = tensor_ref(DType::F32, {n_tokens, n}, y.data());
+        args.scratch = scratch.data();
+        args.scratch_bytes = int64_t(scratch.size());
+    }
+};
+
+}  // namespace graphrun::ops::testing

@@ -1,0 +1,99 @@
+// tests/common/server_test_util.h — a real `graphrun serve` HTTP server in the test process, on a free
+// loopback port, over the shipped KJV model, and a client for it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "graph/data_files.h"
+#include "graph/plan.h"
+#include "engine/session.h"
+#include "server/http_server.h"
+#include "server/scheduler_backend.h"
+#include "server/serial_backend.h"
+
+namespace graphrun::testing {
+
+inline std::shared_ptr<const graph::Model> kjv_model() {
+    static const auto model = graph::Model::load(std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf");
+    return model;
+}
+
+struct BackendSpec {
+    int64_t parallel = 4;
+    int64_t queue = 16;
+    int64_t n_ctx = 256;
+};
+
+inline std::unique_ptr<server::Backend> make_test_backend(std::shared_ptr<const graph::Model> model,
+                                                          const BackendSpec& spec) {
+    return server::make_scheduler_backend(std::move(model), {.policy = graph::Policy::Continuous,
+                                                             .parallel = spec.parallel,
+                                                             .max_queue = spec.queue,
+                                                             .n_ctx = spec.n_ctx,
+                                                             .n_threads = 1});
+}
+
+inline server::ModelInfo model_info(const graph::Model& model, int64_t n_ctx) {
+    server::ModelInfo info{.id = "kjv-q8_0.gguf",
+                           .tokenizer = Tokenizer::from_gguf(model.file()),
+                           .chat_template = ChatTemplate::from_gguf(model.file()),
+                           .plan_text = graph::dump_plan_text(graph::make_plan(model.graph(), 1, n_ctx), model.graph()),
+                           .n_vocab = 0};
+    info.n_vocab = info.tokenizer.n_vocab();
+    return info;
+}
+
+class TestServer {
+  public:
+    explicit TestServer(BackendSpec spec = {}, server::ServerOptions options = {}) {
+        backend_ = make_test_backend(kjv_model(), spec);
+        options.host = "127.0.0.1";
+        options.port = 0;
+        http_ = std::make_unique<server::HttpServer>(model_info(*kjv_model(), backend_->n_ctx()), *backend_, options);
+        port_ = http_->bind();
+        thread_ = std::thread([this] { http_->listen(); });
+    }
+    ~TestServer() {
+        http_->stop();
+        join();
+    }
+    int port() const { return port_; }
+    server::HttpServer& http() { return *http_; }
+    server::Backend& backend() { return *backend_; }
+    void join() {  // after drain(): listen() has returned
+        if (thread_.joinable()) thread_.join();
+    }
+    httplib::Client client() const {
+        httplib::Client c("127.0.0.1", port_);
+        c.set_read_timeout(60);
+        return c;
+    }
+
+  private:
+    std::unique_ptr<server::Backend> backend_;
+    std::unique_ptr<server::HttpServer> http_;
+    std::thread thread_;
+    int port_ = 0;
+};
+
+// POSTs `body` and hands each received part of the answer to on_data (false: hang up).
+template <class OnData>
+httplib::Result post_streaming(httplib::Client& client, const std::string& path, const std::string& body,
+                               OnData on_data) {
+    httplib::Request req;
+    req.method = "POST";
+    req.path = path;
+    req.body = body;
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [on_data](const char* data, size_t n, uint64_t, uint64_t) mutable {
+        return on_data(std::string(data, n));
+    };
+    return client.send(req);
+}
+
+}  // namespace graphrun::testing

@@ -1,0 +1,77 @@
+// tests/common/test_models.h — small model files for engine tests, written once per test binary run.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <span>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "tools/lib/random_model.h"
+
+namespace graphrun::testing {
+
+// A folder of this test process's own in the temp folder, removed with everything in it at exit
+// (ctest runs every test in a process of its own, so nothing is shared or left behind).
+inline const std::filesystem::path& test_temp_dir() {
+    struct Folder {
+        std::filesystem::path path =
+            std::filesystem::temp_directory_path() / ("graphrun_test_" + std::to_string(::getpid()));
+        Folder() { std::filesystem::create_directories(path); }
+        ~Folder() {
+            std::error_code ignored;
+            std::filesystem::remove_all(path, ignored);
+        }
+    };
+    static const Folder folder;
+    return folder.path;
+}
+
+// Writes (once) a random Llama of the given shape into test_temp_dir() and returns its path.
+inline std::string random_model_file(const graph::RandomLlamaSpec& spec, const std::string& name) {
+    const std::string path = (test_temp_dir() / (name + ".gguf")).string();
+    if (!std::filesystem::exists(path)) graph::write_random_llama(spec, path);
+    return path;
+}
+
+inline graph::RandomLlamaSpec spec_of(int64_t embd, int64_t layers, int64_t heads, int64_t kv_heads, int64_t ff,
+                                      int64_t vocab = 320, uint64_t seed = 7) {
+    graph::RandomLlamaSpec spec;
+    spec.n_embd = embd;
+    spec.n_layers = layers;
+    spec.n_heads = heads;
+    spec.n_kv_heads = kv_heads;
+    spec.n_ff = ff;
+    spec.n_vocab = vocab;
+    spec.seed = seed;
+    return spec;
+}
+
+inline std::string shared_dir() { return std::string(GRAPHRUN_SOURCE_DIR) + "/../shared"; }
+
+// A token sequence drawn uniformly from the vocabulary, the same for the same seed.
+inline std::vector<int32_t> random_tokens(size_t n, int32_t n_vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> pick(0, n_vocab - 1);
+    std::vector<int32_t> ids(n);
+    for (int32_t& id : ids) id = pick(rng);
+    return ids;
+}
+
+// Largest |a - b| relative to the largest |b| (for comparing rows of logits).
+inline double max_relative_error(std::span<const float> a, std::span<const float> b) {
+    double worst = 0, scale = 1e-30;
+    for (size_t i = 0; i < a.size(); ++i) {
+        worst = std::max(worst, double(std::abs(a[i] - b[i])));
+        scale = std::max(scale, double(std::abs(b[i])));
+    }
+    return worst / scale;
+}
+
+}  // namespace graphrun::testing

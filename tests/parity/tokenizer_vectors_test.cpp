@@ -1,0 +1,106 @@
+// tests/parity/tokenizer_vectors_test.cpp — the SentencePiece tokenizer against llama.cpp's own outputs
+// in ../shared/testdata: its test vectors (test-tokenizer-0's .inp/.out for ggml-vocab-llama-spm) and
+// the stories260K ids of testdata/README.md. The tokenizer's other tests are tests/text/tokenizer_test.cpp.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "tests/common/tokenizer_test_util.h"
+
+namespace graphrun {
+namespace {
+
+using tokenizer_test::kShared;
+
+const std::string kLlamaVocab = kShared + "/testdata/tokenizer/ggml-vocab-llama-spm.gguf";
+const std::string kStories = kShared + "/models/stories260K.gguf";
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct VectorCase {
+    std::string text;
+    std::vector<int32_t> ids;
+};
+
+// llama.cpp's test-tokenizer-0 format: inputs separated by "\n__ggml_vocab_test__\n" (so an
+// input loses the newline before its separator), one line of space-separated ids per input.
+std::vector<VectorCase> read_vectors(const std::string& vocab_path) {
+    const std::string inp = read_file(vocab_path + ".inp");
+    const std::string sep = "\n__ggml_vocab_test__\n";
+    std::vector<std::string> inputs;
+    for (size_t pos = 0; pos < inp.size();) {
+        const size_t next = inp.find(sep, pos);
+        if (next == std::string::npos) {
+            inputs.push_back(inp.substr(pos));
+            break;
+        }
+        inputs.push_back(inp.substr(pos, next - pos));
+        pos = next + sep.size();
+    }
+    std::vector<std::vector<int32_t>> outputs;
+    std::istringstream out(read_file(vocab_path + ".out"));
+    for (std::string line; std::getline(out, line);) {
+        std::istringstream ids(line);
+        outputs.emplace_back();
+        for (int32_t id; ids >> id;) outputs.back().push_back(id);
+    }
+    EXPECT_EQ(inputs.size(), outputs.size()) << "inputs and expected-id lines must pair up";
+    std::vector<VectorCase> cases;
+    for (size_t i = 0; i < std::min(inputs.size(), outputs.size()); ++i)
+        cases.push_back({inputs[i], outputs[i]});
+    return cases;
+}
+
+std::shared_ptr<const GgufFile> open_or_null(const std::string& path) {
+    if (!std::filesystem::exists(path)) return nullptr;
+    return GgufFile::open(path);
+}
+
+std::string show(const std::vector<int32_t>& ids) {
+    std::string s;
+    for (const int32_t id : ids) s += std::to_string(id) + " ";
+    return s;
+}
+
+class LlamaSpm : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        file_ = open_or_null(kLlamaVocab);
+        if (!file_) GTEST_SKIP() << kLlamaVocab << " is missing (../shared not present)";
+        tok_.emplace(Tokenizer::from_gguf(*file_));
+        cases_ = read_vectors(kLlamaVocab);
+    }
+    std::shared_ptr<const GgufFile> file_;
+    std::optional<Tokenizer> tok_;
+    std::vector<VectorCase> cases_;
+};
+
+TEST_F(LlamaSpm, MatchesLlamaCppVectors) {
+    // 46 inputs in .inp, 46 lines in .out; llama.cpp's test encodes without BOS, without specials.
+    ASSERT_EQ(cases_.size(), 46u);
+    EXPECT_EQ(cases_[2].text, "") << "the third input is empty";
+    EXPECT_EQ(cases_[6].text, "\t");
+    EXPECT_EQ(cases_[7].text, "\n") << "one newline survives the separator rule";
+    for (const VectorCase& c : cases_)
+        EXPECT_EQ(show(tok_->encode(c.text, false, false)), show(c.ids)) << "input: '" << c.text << "'";
+}
+
+TEST(Stories260K, OnceUponATime) {
+    const auto file = open_or_null(kStories);
+    if (!file) GTEST_SKIP() << kStories << " is missing (../shared not present)";
+    const Tokenizer tok = Tokenizer::from_gguf(*file);
+    EXPECT_EQ(tok.n_vocab(), 512);
+    EXPECT_TRUE(tok.add_bos());
+    EXPECT_EQ(tok.encode("Once upon a time", tok.add_bos()), (std::vector<int32_t>{1, 403, 407, 261, 378}));
+    EXPECT_EQ(tok.decode(std::vector<int32_t>{1, 403, 407, 261, 378}), "Once upon a time");
+    EXPECT_TRUE(tok.is_end_of_generation(2));
+}
+
+}  // namespace
+}  // namespace graphrun

@@ -1,0 +1,108 @@
+// tests/server/openai/e2e.mjs GRAPHRUN MODEL CLIENT_DIR — the official openai npm client against a real
+// `graphrun serve` on a free loopback port: completions and chat, whole and streamed; 16 concurrent
+// clients whose greedy answers equal a single client's and whose seeded answers equal the same
+// request alone (batch invariance); errors as the client's typed exceptions; SIGTERM exits 0.
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import path from "node:path";
+import assert from "node:assert/strict";
+
+const [graphrun, model, clientDir] = process.argv.slice(2);
+const OpenAI = createRequire(path.join(clientDir, "package.json"))("openai");
+const KEY = "graphrun-e2e-key";
+
+// Starts the server with --port 0 and reads the port it printed.
+function startServer() {
+  const server = spawn(graphrun, ["serve", "-m", model, "--port", "0", "--parallel", "4", "--queue", "16",
+                                  "-c", "256", "--api-key", KEY], { stdio: ["ignore", "inherit", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let err = "";
+    const timer = setTimeout(() => reject(new Error("no port printed in 60 s:\n" + err)), 60000);
+    server.stderr.on("data", (d) => {
+      err += d;
+      process.stderr.write(d);
+      const m = /http:\/\/127\.0\.0\.1:(\d+)/.exec(err);
+      if (m) { clearTimeout(timer); resolve({ server, port: Number(m[1]) }); }
+    });
+    server.on("exit", (code) => reject(new Error(`graphrun serve exited with ${code}:\n${err}`)));
+  });
+}
+
+const { server, port } = await startServer();
+const exited = new Promise((resolve) => server.on("exit", (code, signal) => resolve({ code, signal })));
+const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: KEY, maxRetries: 0 });
+let checks = 0;
+const check = (name) => { checks++; console.log("ok", name); };
+
+try {
+  const models = await client.models.list();
+  assert.equal(models.data[0].id, "kjv-q8_0.gguf");
+  check("models.list");
+
+  const greedy = { model: "gpt-4o", temperature: 0, max_tokens: 24 };
+  const whole = await client.completions.create({ ...greedy, prompt: "And God said" });
+  assert.equal(whole.model, "kjv-q8_0.gguf");
+  assert.equal(whole.choices[0].finish_reason, "length");
+  assert.equal(whole.usage.completion_tokens, 24);
+  assert.ok(whole.choices[0].text.length > 0);
+  let streamed = "", finish = null, usage = null;
+  for await (const chunk of await client.completions.create({ ...greedy, prompt: "And God said", stream: true,
+                                                              stream_options: { include_usage: true } })) {
+    if (chunk.usage) usage = chunk.usage;
+    if (!chunk.choices.length) continue;
+    streamed += chunk.choices[0].text;
+    if (chunk.choices[0].finish_reason) finish = chunk.choices[0].finish_reason;
+  }
+  assert.equal(streamed, whole.choices[0].text);
+  assert.equal(finish, "length");
+  assert.equal(usage.completion_tokens, 24);
+  check("completions, whole and streamed");
+
+  const messages = [{ role: "system", content: "Speak as the scripture." }, { role: "user", content: "Who made light?" }];
+  const chat = await client.chat.completions.create({ ...greedy, messages, max_tokens: 40 });
+  const answer = chat.choices[0].message.content;
+  assert.ok(answer.trim().length > 0, "a non-empty chat answer");
+  let chatStreamed = "", chatFinish = null;
+  for await (const chunk of await client.chat.completions.create({ ...greedy, messages, max_tokens: 40, stream: true })) {
+    chatStreamed += chunk.choices[0]?.delta?.content ?? "";
+    chatFinish = chunk.choices[0]?.finish_reason ?? chatFinish;
+  }
+  assert.equal(chatStreamed, answer);
+  assert.equal(chatFinish, chat.choices[0].finish_reason);
+  check("chat.completions, whole and streamed");
+
+  // 16 clients at once: every greedy answer is the single client's, every seeded one the same
+  // request's alone, and none is an error.
+  const prompts = ["And God said", "In the beginning", "The LORD is my shepherd", "Blessed are"];
+  const requests = [];
+  for (let i = 0; i < 16; i++) {
+    const seeded = i % 2 === 1;
+    requests.push({ model: "m", prompt: prompts[i % 4], max_tokens: 16 + i,
+                    ...(seeded ? { temperature: 0.9, seed: 1000 + i } : { temperature: 0 }),
+                    stream: i % 4 >= 2 });
+  }
+  const run = async (req) => {
+    if (!req.stream) return (await client.completions.create(req)).choices[0].text;
+    let text = "";
+    for await (const chunk of await client.completions.create(req)) text += chunk.choices[0]?.text ?? "";
+    return text;
+  };
+  const alone = [];
+  for (const req of requests) alone.push(await run(req));
+  const together = await Promise.all(requests.map(run));
+  for (let i = 0; i < 16; i++) assert.equal(together[i], alone[i], `request ${i} among 15 others vs alone`);
+  check("16 concurrent clients: greedy and seeded answers equal the single client's");
+
+  await assert.rejects(client.completions.create({ model: "m", prompt: "x", max_tokens: "many" }),
+                       (e) => e instanceof OpenAI.BadRequestError && /max_tokens/.test(e.message));
+  const stranger = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "wrong", maxRetries: 0 });
+  await assert.rejects(stranger.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
+  check("errors: 400 BadRequestError naming the field, 401 AuthenticationError");
+} finally {
+  server.kill("SIGTERM");
+}
+const { code, signal } = await exited;
+assert.equal(signal, null);
+assert.equal(code, 0, "SIGTERM drains and exits 0");
+check("SIGTERM: exit 0");
+console.log(`e2e: ${checks} checks passed`);
