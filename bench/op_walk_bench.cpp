@@ -4,7 +4,7 @@
 //   graphrun_bench --benchmark_filter='op/'                  every row
 //   graphrun_bench --benchmark_filter='op/matmul_q4_k/'      one row, all its shapes and paths
 //   graphrun_bench --benchmark_filter='op/rmsnorm/.*/avx2'   one path
-// Names: op/<row>/<shape>/<path>, e.g. op/matmul_q8/q8_0.4096x4096.T1/avx2. The shapes are the ones the
+// Names: op/<row>/<shape>/<path>, e.g. op/matmul_q8_0/q8_0.4096x4096.T1/avx2. The shapes are the ones the
 // tests' OpTableWalk would walk at Llama widths, built from the same generators; a row the walk covers
 // is benchmarked with no file of its own. Buffers are built when a benchmark runs, not when it is listed.
 #include "bench/op_walk_bench.h"

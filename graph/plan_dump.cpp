@@ -65,7 +65,7 @@ StepPath step_path(const Plan& plan, const PlanStep& step) {
     return path;
 }
 
-// "attention/avx2", "matmul_q4/avx2+gemm", or the plain name for kernels without instruction-set paths.
+// "attention/avx2", "matmul_q4_0/avx2+gemm", or the plain name for kernels without instruction-set paths.
 std::string kernel_label(const Plan& plan, const PlanStep& step) {
     const StepPath path = step_path(plan, step);
     std::string label = step.op->name;

@@ -22,7 +22,7 @@ extern const OpDef kKvWriteOp;     // ops/kv_write.cpp
 extern const OpDef kSelectRowsOp;  // ops/select_rows.cpp
 
 // ops/matmul_quant.cpp: one row per quantized weight type, made from its QuantTraits row (ops/quant/traits.h)
-// when first asked for: "matmul_q8", "matmul_q4", "matmul_q4_1", ..., "matmul_q4_k", "matmul_iq4_xs".
+// when first asked for: "matmul_q8_0", "matmul_q4_0", "matmul_q4_1", ..., "matmul_q4_k", "matmul_iq4_xs".
 std::span<const OpDef> matmul_quant_rows();
 
 }  // namespace graphrun::ops

@@ -141,7 +141,7 @@ std::string attr_value_text(const AttrDecl& decl, const OpParams& params);
 // One row per kernel. Rows are written with designated initializers (ops/<family>.cpp), so a field
 // given in the wrong place does not compile; fields left out are null.
 struct OpDef {
-    const char* name = nullptr;      // kernel name as the plan dump shows it: "matmul_q8"
+    const char* name = nullptr;      // kernel name as the plan dump shows it: "matmul_q8_0"
     const char* graph_op = nullptr;  // the op a graph names, when several kernels serve it: "matmul"
     int n_inputs = 0;
     int n_optional_inputs = 0;  // more inputs a node may add after the n_inputs (rope's freq_factors)
@@ -178,7 +178,7 @@ const OpDef* find_op(std::string_view kernel_name);
 // every kernel of that op shares. nullptr for an op no row serves.
 const OpDef* find_graph_op(std::string_view op);
 
-// Picks the kernel for a graph op given its inputs: "matmul" with a Q8_0 weight -> "matmul_q8", with a
+// Picks the kernel for a graph op given its inputs: "matmul" with a Q8_0 weight -> "matmul_q8_0", with a
 // Q4_K weight -> "matmul_q4_k" (the weight type's QuantTraits row names it). Ops with a single kernel
 // map to themselves. Throws PlanError for an unknown op, or naming the weight tensor, its type and
 // the op when no kernel runs that type.

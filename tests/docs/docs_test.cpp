@@ -310,7 +310,7 @@ bool updating_golden() {
 }
 
 // The dump with everything that depends on the machine rather than the plan made uniform:
-// - the SIMD level names: the dump names the path each kernel takes on this CPU ("matmul_q8/avx2+gemm",
+// - the SIMD level names: the dump names the path each kernel takes on this CPU ("matmul_q8_0/avx2+gemm",
 //   "kernels run at: avx512 (this CPU: avx512; ...)"), so every level name, with any "+variant" after
 //   it, becomes <simd>. Normalising (rather than dumping at a forced scalar level) keeps the golden file
 //   the real output of the machine that wrote it, which is what the doc shows;
@@ -458,10 +458,10 @@ TEST(DocsGoldenPlan, KjvPlanMatchesTheGoldenFile) {
 }
 
 TEST(DocsGoldenPlan, NormalisingHidesOnlyTheMachine) {
-    EXPECT_EQ(normalise("1     matmul_q8/avx2+gemm  out\n"), normalise("1     matmul_q8/avx512     out\n"));
+    EXPECT_EQ(normalise("1     matmul_q8_0/avx2+gemm  out\n"), normalise("1     matmul_q8_0/avx512     out\n"));
     EXPECT_EQ(normalise("kernels run at: avx2 (this CPU: avx512; GRAPHRUN_SIMD=scalar|avx2 caps it)\n"),
               "kernels run at: <simd> (this CPU: <simd>; GRAPHRUN_SIMD=<simd>|<simd> caps it)\n");
-    EXPECT_NE(normalise("1 matmul_q8/avx2 out\n"), normalise("1 matmul_q4/avx2 out\n"));
+    EXPECT_NE(normalise("1 matmul_q8_0/avx2 out\n"), normalise("1 matmul_q4_0/avx2 out\n"));
     EXPECT_NE(normalise("arena peak 4,032 bytes\n"), normalise("arena peak 4,096 bytes\n"));
 }
 

@@ -116,8 +116,8 @@ TEST(Plan, BindsTheKernelsOfItsLevelAndTheDumpNamesThem) {
         }
         // Q4_0's row names the level of its kernel and, where that level's traits have one, the GEMM.
         const std::string text = graph::dump_plan_text(plan, model->graph());
-        const ops::OpDef& q4_row = *ops::find_op("matmul_q4");
-        const std::string q4 = std::string("matmul_q4/") + ops::simd_level_name(q4_row.run.level_of(level)) +
+        const ops::OpDef& q4_row = *ops::find_op("matmul_q4_0");
+        const std::string q4 = std::string("matmul_q4_0/") + ops::simd_level_name(q4_row.run.level_of(level)) +
                                (ops::quant_traits_at(DType::Q4_0, level)->gemm ? "+gemm" : "");
         EXPECT_THAT(text, HasSubstr(q4 + " "));
         EXPECT_THAT(text, HasSubstr(std::string("kernels run at: ") + ops::simd_level_name(level)));

@@ -141,7 +141,7 @@ TEST(MatmulGemm, MatchesTheFloatReference) {
     }
 }
 
-// The plan dump names the path ("matmul_q4/avx2+gemm") exactly when the matmul runs it: at the level
+// The plan dump names the path ("matmul_q4_0/avx2+gemm") exactly when the matmul runs it: at the level
 // whose traits have the gemm, for the weight types that have one.
 TEST(MatmulGemm, ThePlanNamesThePathWhenItRuns) {
     for (const SimdLevel level : kSimdLevels) {

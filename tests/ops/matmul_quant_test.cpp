@@ -221,7 +221,7 @@ TEST(MatmulQuant, KernelChoiceFollowsTheTraits) {
         EXPECT_EQ(find_op(op.name), &op);
     }
     EXPECT_STREQ(choose_kernel(matmul_node({5, 256}, DType::Q4_K, {64, 256})).name, "matmul_q4_k");
-    EXPECT_STREQ(choose_kernel(matmul_node({5, 256}, DType::Q8_0, {64, 256})).name, "matmul_q8");
+    EXPECT_STREQ(choose_kernel(matmul_node({5, 256}, DType::Q8_0, {64, 256})).name, "matmul_q8_0");
     EXPECT_STREQ(choose_kernel(matmul_node({5, 256}, DType::F16, {64, 256})).name, "matmul_f32");
     NodeInfo iq2 = matmul_node({5, 256}, DType::IQ2_XXS, {64, 256});
     iq2.input_names = {"blk.0.attn_norm", "blk.0.attn_q.weight"};
