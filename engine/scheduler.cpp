@@ -225,29 +225,37 @@ void Scheduler::finish(Running& r, FinishReason reason, std::vector<std::functio
     }
 }
 
-bool Scheduler::step() {
-    std::vector<std::function<void()>> calls;
-    std::vector<std::unique_ptr<Running>> retired;  // finished: kept alive until their callbacks ran
-    std::vector<BatchToken> batch;
+// A step's batch: the tokens of one forward pass and the request each row of logits is for.
+struct Scheduler::StepBatch {
+    std::vector<BatchToken> tokens;
     std::vector<Running*> owners;  // the request of each row of logits
-    int64_t sequences_in_batch = 0;
-    auto retire_finished = [&] {
-        for (auto& r : running_)
-            if (r->finished != FinishReason::None) retired.push_back(std::move(r));
-        std::erase(running_, nullptr);
-        metrics_.active = int64_t(running_.size());
-        metrics_.kv_blocks_in_use = engine_.pool().n_in_use();
-        metrics_.kv_blocks_cached = engine_.pool().n_cached();
-        metrics_.kv_blocks_peak = std::max(metrics_.kv_blocks_peak, metrics_.kv_blocks_in_use);
-    };
-    std::unique_lock lock(mutex_);
+    int64_t sequences = 0;         // sequences with a token in the batch
+};
+
+// Under the lock: cancelled requests end before the batch is built.
+void Scheduler::apply_cancels(std::vector<std::function<void()>>& calls) {
     for (RequestId id : cancels_)
         for (auto& r : running_)
             if (r->id == id && r->finished == FinishReason::None) finish(*r, FinishReason::Cancelled, calls);
     cancels_.clear();
-    retire_finished();
-    admit();
-    // Decode tokens first (static: only once every prompt of the batch is in), then one prompt's chunk.
+}
+
+// Under the lock: finished requests leave the running set (kept alive in `retired` until their
+// callbacks ran) and the metrics follow.
+void Scheduler::retire_finished(std::vector<std::unique_ptr<Running>>& retired) {
+    for (auto& r : running_)
+        if (r->finished != FinishReason::None) retired.push_back(std::move(r));
+    std::erase(running_, nullptr);
+    metrics_.active = int64_t(running_.size());
+    metrics_.kv_blocks_in_use = engine_.pool().n_in_use();
+    metrics_.kv_blocks_cached = engine_.pool().n_cached();
+    metrics_.kv_blocks_peak = std::max(metrics_.kv_blocks_peak, metrics_.kv_blocks_in_use);
+}
+
+// Under the lock: decode tokens first (static: only once every prompt of the batch is in), then one
+// prompt's chunk in what is left of step_tokens.
+Scheduler::StepBatch Scheduler::build_batch() {
+    StepBatch batch;
     Running* prompt = nullptr;
     for (auto& r : running_)
         if (r->fed < r->request.prompt.size()) {
@@ -257,11 +265,11 @@ bool Scheduler::step() {
     const bool decode_now = options_.policy == Policy::Continuous || prompt == nullptr;
     for (auto& r : running_)
         if (decode_now && r->decoding()) {
-            batch.push_back({r->seq, r->pending, true});
-            owners.push_back(r.get());
-            ++sequences_in_batch;
+            batch.tokens.push_back({r->seq, r->pending, true});
+            batch.owners.push_back(r.get());
+            ++batch.sequences;
         }
-    const int64_t budget = options_.step_tokens - int64_t(batch.size());
+    const int64_t budget = options_.step_tokens - int64_t(batch.tokens.size());
     if (prompt && budget > 0) {
         if (!prompt->prompt_started) {
             prompt->prompt_started = true;
@@ -273,60 +281,78 @@ bool Scheduler::step() {
         const size_t n = std::min(prompt->request.prompt.size() - prompt->fed, size_t(budget));
         for (size_t i = 0; i < n; ++i) {
             const bool last = prompt->fed + 1 == prompt->request.prompt.size();
-            batch.push_back({prompt->seq, prompt->request.prompt[prompt->fed++], last});
-            if (last) owners.push_back(prompt);
+            batch.tokens.push_back({prompt->seq, prompt->request.prompt[prompt->fed++], last});
+            if (last) batch.owners.push_back(prompt);
         }
         metrics_.prompt_tokens += int64_t(n);
-        ++sequences_in_batch;
+        ++batch.sequences;
     }
-    if (!batch.empty()) {
+    return batch;
+}
+
+// Under the lock, after the forward pass: a token sampled from each row of logits, the requests that
+// stop, reach max_tokens or fill the context finished, and each token's callback queued.
+void Scheduler::sample_and_finish(const StepBatch& batch, std::span<const float> rows,
+                                  std::vector<std::function<void()>>& calls) {
+    const size_t n_vocab = size_t(engine_.n_vocab());
+    const double t = now();
+    for (size_t i = 0; i < batch.owners.size(); ++i) {
+        Running& r = *batch.owners[i];
+        const std::span<const float> row = rows.subspan(i * n_vocab, n_vocab);
+        const int32_t token = r.sampler.sample(row);
+        r.sampler.accept(token);
+        const int64_t index = r.timing.generated++;
+        if (index == 0) r.timing.first_token = t;
+        ++metrics_.generated_tokens;
+        FinishReason reason = FinishReason::None;
+        if (std::find(r.request.stop_ids.begin(), r.request.stop_ids.end(), token) !=
+            r.request.stop_ids.end())
+            reason = FinishReason::Stop;
+        else if (r.timing.generated >= r.request.max_tokens)
+            reason = FinishReason::Length;
+        else if (engine_.length(r.seq) >= engine_.n_ctx())
+            reason = FinishReason::ContextFull;  // no position left to feed the token back
+        r.pending = token;
+        if (reason != FinishReason::None) finish(r, reason, calls);
+        Running* p = &r;
+        calls.push_back([p, token, index, row, reason] {
+            if (p->on_token)
+                p->on_token({.request = p->id,
+                             .token = token,
+                             .index = index,
+                             .logits = row,
+                             .finish = reason,
+                             .timing = reason == FinishReason::None ? nullptr : &p->timing});
+        });
+    }
+    ++metrics_.steps;
+    metrics_.occupancy_last = double(batch.sequences) / double(options_.parallel);
+    occupancy_sum_ += metrics_.occupancy_last;
+    metrics_.occupancy_mean = occupancy_sum_ / double(metrics_.steps);
+}
+
+bool Scheduler::step() {
+    std::vector<std::function<void()>> calls;
+    std::vector<std::unique_ptr<Running>> retired;  // finished: kept alive until their callbacks ran
+    std::unique_lock lock(mutex_);
+    apply_cancels(calls);
+    retire_finished(retired);
+    admit();
+    const StepBatch batch = build_batch();
+    if (!batch.tokens.empty()) {
         // The forward pass, without the lock: submit, cancel and metrics go on meanwhile. Only this
         // thread touches the engine and the running requests.
         lock.unlock();
-        const std::span<const float> rows = engine_.decode(batch);
-        const size_t n_vocab = size_t(engine_.n_vocab());
+        const std::span<const float> rows = engine_.decode(batch.tokens);
         lock.lock();
-        const double t = now();
-        for (size_t i = 0; i < owners.size(); ++i) {
-            Running& r = *owners[i];
-            const std::span<const float> row = rows.subspan(i * n_vocab, n_vocab);
-            const int32_t token = r.sampler.sample(row);
-            r.sampler.accept(token);
-            const int64_t index = r.timing.generated++;
-            if (index == 0) r.timing.first_token = t;
-            ++metrics_.generated_tokens;
-            FinishReason reason = FinishReason::None;
-            if (std::find(r.request.stop_ids.begin(), r.request.stop_ids.end(), token) !=
-                r.request.stop_ids.end())
-                reason = FinishReason::Stop;
-            else if (r.timing.generated >= r.request.max_tokens)
-                reason = FinishReason::Length;
-            else if (engine_.length(r.seq) >= engine_.n_ctx())
-                reason = FinishReason::ContextFull;  // no position left to feed the token back
-            r.pending = token;
-            if (reason != FinishReason::None) finish(r, reason, calls);
-            Running* p = &r;
-            calls.push_back([p, token, index, row, reason] {
-                if (p->on_token)
-                    p->on_token({.request = p->id,
-                                 .token = token,
-                                 .index = index,
-                                 .logits = row,
-                                 .finish = reason,
-                                 .timing = reason == FinishReason::None ? nullptr : &p->timing});
-            });
-        }
-        ++metrics_.steps;
-        metrics_.occupancy_last = double(sequences_in_batch) / double(options_.parallel);
-        occupancy_sum_ += metrics_.occupancy_last;
-        metrics_.occupancy_mean = occupancy_sum_ / double(metrics_.steps);
+        sample_and_finish(batch, rows, calls);
     }
-    retire_finished();
+    retire_finished(retired);
     // Callbacks without the lock (they may submit or cancel); the engine's rows stay valid until the
     // next step, which this thread starts only after they return.
     lock.unlock();
     for (auto& call : calls) call();
-    return !batch.empty() || !calls.empty();
+    return !batch.tokens.empty() || !calls.empty();
 }
 
 void Scheduler::run_until_idle() {

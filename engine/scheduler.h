@@ -158,9 +158,16 @@ class Scheduler {
 
   private:
     struct Running;
+    struct StepBatch;
     int64_t blocks_for(const Request& request) const;
     void admit();
     void finish(Running& r, FinishReason reason, std::vector<std::function<void()>>& calls);
+    // The phases of step(), in order.
+    void apply_cancels(std::vector<std::function<void()>>& calls);
+    void retire_finished(std::vector<std::unique_ptr<Running>>& retired);
+    StepBatch build_batch();
+    void sample_and_finish(const StepBatch& batch, std::span<const float> rows,
+                           std::vector<std::function<void()>>& calls);
     void thread_main();
 
     SchedulerOptions options_;

@@ -155,9 +155,9 @@ ops::TensorDesc infer_node(const GraphNode& node, const ops::NodeInfo& info, con
     }
 }
 
-}  // namespace
-
-Plan make_plan(const Graph& graph, const PlanShape& requested, ops::SimdLevel simd) {
+// The plan for `requested` before any tensor: the shape (n_outputs is every token when the graph
+// selects no logit rows) checked against the limits.
+Plan start_plan(const Graph& graph, const PlanShape& requested, ops::SimdLevel simd) {
     if (!ops::simd_level_available(simd))
         throw std::invalid_argument(std::string("make_plan: this CPU has no ") + ops::simd_level_name(simd) +
                                     " kernels");
@@ -168,8 +168,12 @@ Plan make_plan(const Graph& graph, const PlanShape& requested, ops::SimdLevel si
     plan.shape = shape;
     plan.simd = simd;
     plan.n_tokens = shape.n_tokens;
+    return plan;
+}
 
-    // Graph inputs, written by the session before every run.
+// Graph inputs, written by the session before every run.
+void add_input_tensors(Plan& plan, const Graph& graph) {
+    const PlanShape& shape = plan.shape;
     for (const GraphInput& input : graph.inputs) {
         std::vector<int64_t> dims = {shape.n_tokens};
         if (input.kind == InputKind::KvTable) dims = {shape.n_tokens, shape.table_width};
@@ -177,88 +181,106 @@ Plan make_plan(const Graph& graph, const PlanShape& requested, ops::SimdLevel si
         plan.input_tensors.push_back(
             add_tensor(plan, {input.name, {DType::I32, dims}, PlanTensor::Kind::Input}));
     }
-    // State: each KV cache holds every block of the pool. Sizes are bounded by check_shape and
-    // kMaxStateWidth, so no product here can overflow: 2^26 rows * 2^20 * 2 bytes < 2^63.
+}
+
+// State: each KV cache holds every block of the pool. Sizes are bounded by check_shape and
+// kMaxStateWidth, so no product here can overflow: 2^26 rows * 2^20 * 2 bytes < 2^63.
+void add_state_tensors(Plan& plan, const Graph& graph) {
     for (size_t i = 0; i < graph.states.size(); ++i) {
         PlanTensor t{graph.states[i].name,
-                     {DType::F16, {shape.kv_blocks * kKvBlockSize, graph.states[i].width}},
+                     {DType::F16, {plan.shape.kv_blocks * kKvBlockSize, graph.states[i].width}},
                      PlanTensor::Kind::State};
         t.state = int(i);
         plan.state_tensors.push_back(add_tensor(plan, std::move(t)));
         plan.state_bytes += plan.tensors.back().bytes;
     }
-    std::vector<StateUse> state_use(graph.states.size());
-    std::vector<int> weight_tensor(graph.weights.size(), -1);
-    std::vector<int> node_tensor(graph.nodes.size(), -1);
+}
 
-    auto tensor_of = [&](const ValueRef& ref) {
-        switch (ref.kind) {
-            case ValueRef::Kind::Input:
-                return plan.input_tensors[ref.index];
-            case ValueRef::Kind::Node:
-                return node_tensor[ref.index];
-            case ValueRef::Kind::State:
-                return plan.state_tensors[ref.index];
-            case ValueRef::Kind::Weight:
-                break;
-        }
-        int& id = weight_tensor[ref.index];
-        if (id < 0) {
-            const GgufTensor& w = *graph.weights[ref.index].tensor;
-            PlanTensor t{w.name, {w.type, w.shape()}, PlanTensor::Kind::Weight};
-            t.weight_data = w.data;
-            id = add_tensor(plan, std::move(t));
-            plan.weight_bytes = checked_add(plan.weight_bytes, int64_t(w.nbytes), "weight bytes");
-        }
-        return id;
-    };
+// The plan tensor behind each value a node reads; a weight becomes one when a node first reads it.
+struct ValueTensors {
+    std::vector<int> weight;  // by graph weight index, -1 until read
+    std::vector<int> node;    // by node index: what its step writes
+    std::vector<StateUse> state_use;
+};
 
-    // Nodes are bound in definition order and refer only to earlier ones: that order is topological.
-    for (size_t n = 0; n < graph.nodes.size(); ++n) {
-        const GraphNode& node = graph.nodes[n];
-        ops::NodeInfo info{node.name, node.op, {}, node.params, {}};
-        PlanStep step;
-        step.node = int(n);
-        step.params = node.params;
-        for (const ValueRef& ref : node.inputs) {
-            step.inputs.push_back(tensor_of(ref));
-            info.inputs.push_back(plan.tensors[step.inputs.back()].desc);
-            info.input_names.push_back(plan.tensors[step.inputs.back()].name);
-        }
-        const int step_index = int(plan.steps.size());
-        const ops::TensorDesc out_desc = infer_node(node, info, step.op, [&] {
-            check_state_inputs(plan, graph, step, info, state_use);
-        });
-        if (step.op->writes_state) {
-            step.output = node_tensor[n] = step.inputs[0];  // the state itself, updated in place
-        } else {
-            PlanTensor out{node.name, out_desc, PlanTensor::Kind::Intermediate};
-            out.first_step = out.last_step = step_index;
-            step.output = node_tensor[n] = add_tensor(plan, std::move(out));
-        }
-        if (step.op->scratch_bytes) {
-            const int64_t bytes = step.op->scratch_bytes(info);
-            if (bytes > 0) {
-                PlanTensor scratch{node.name + ".scratch", {DType::I32, {}}, PlanTensor::Kind::Scratch};
-                scratch.first_step = scratch.last_step = step_index;
-                step.scratch = add_tensor(plan, std::move(scratch));
-                plan.tensors[step.scratch].bytes = bytes;
-                plan.tensors[step.scratch].desc = {DType::F32, {}};  // raw bytes; the dump shows the size
-            }
-        }
-        for (int input : step.inputs) {
-            PlanTensor& t = plan.tensors[input];
-            t.last_step = std::max(t.last_step, step_index);
-        }
-        plan.steps.push_back(std::move(step));
+int tensor_of(Plan& plan, const Graph& graph, ValueTensors& values, const ValueRef& ref) {
+    switch (ref.kind) {
+        case ValueRef::Kind::Input:
+            return plan.input_tensors[ref.index];
+        case ValueRef::Kind::Node:
+            return values.node[ref.index];
+        case ValueRef::Kind::State:
+            return plan.state_tensors[ref.index];
+        case ValueRef::Kind::Weight:
+            break;
     }
+    int& id = values.weight[ref.index];
+    if (id < 0) {
+        const GgufTensor& w = *graph.weights[ref.index].tensor;
+        PlanTensor t{w.name, {w.type, w.shape()}, PlanTensor::Kind::Weight};
+        t.weight_data = w.data;
+        id = add_tensor(plan, std::move(t));
+        plan.weight_bytes = checked_add(plan.weight_bytes, int64_t(w.nbytes), "weight bytes");
+    }
+    return id;
+}
+
+// One node's step: its inputs, the kernel chosen and the output inferred (the state itself for an op
+// that updates its cache in place), its scratch, and the lifetimes of its inputs extended to it.
+void add_node_step(Plan& plan, const Graph& graph, size_t n, ValueTensors& values) {
+    const GraphNode& node = graph.nodes[n];
+    ops::NodeInfo info{node.name, node.op, {}, node.params, {}};
+    PlanStep step;
+    step.node = int(n);
+    step.params = node.params;
+    for (const ValueRef& ref : node.inputs) {
+        step.inputs.push_back(tensor_of(plan, graph, values, ref));
+        info.inputs.push_back(plan.tensors[step.inputs.back()].desc);
+        info.input_names.push_back(plan.tensors[step.inputs.back()].name);
+    }
+    const int step_index = int(plan.steps.size());
+    const ops::TensorDesc out_desc = infer_node(
+        node, info, step.op, [&] { check_state_inputs(plan, graph, step, info, values.state_use); });
+    if (step.op->writes_state) {
+        step.output = values.node[n] = step.inputs[0];  // the state itself, updated in place
+    } else {
+        PlanTensor out{node.name, out_desc, PlanTensor::Kind::Intermediate};
+        out.first_step = out.last_step = step_index;
+        step.output = values.node[n] = add_tensor(plan, std::move(out));
+    }
+    if (step.op->scratch_bytes) {
+        const int64_t bytes = step.op->scratch_bytes(info);
+        if (bytes > 0) {
+            PlanTensor scratch{node.name + ".scratch", {DType::I32, {}}, PlanTensor::Kind::Scratch};
+            scratch.first_step = scratch.last_step = step_index;
+            step.scratch = add_tensor(plan, std::move(scratch));
+            plan.tensors[step.scratch].bytes = bytes;
+            plan.tensors[step.scratch].desc = {DType::F32, {}};  // raw bytes; the dump shows the size
+        }
+    }
+    for (int input : step.inputs) {
+        PlanTensor& t = plan.tensors[input];
+        t.last_step = std::max(t.last_step, step_index);
+    }
+    plan.steps.push_back(std::move(step));
+}
+
+// A step per node, each node's kernel chosen and its output inferred. Nodes are bound in definition
+// order and refer only to earlier ones: that order is topological. Returns the tensor of each node.
+std::vector<int> add_node_steps(Plan& plan, const Graph& graph) {
+    ValueTensors values{std::vector<int>(graph.weights.size(), -1), std::vector<int>(graph.nodes.size(), -1),
+                        std::vector<StateUse>(graph.states.size())};
+    for (size_t n = 0; n < graph.nodes.size(); ++n) add_node_step(plan, graph, n, values);
     for (size_t i = 0; i < graph.states.size(); ++i)
-        if (state_use[i].writer < 0)
+        if (values.state_use[i].writer < 0)
             throw ops::PlanError("[plan] state '" + graph.states[i].name +
                                  "' is declared but no node writes it (a kv_write node stores each layer's "
                                  "keys or values)");
+    return std::move(values.node);
+}
 
-    // Outputs stay alive to the end: the session reads them after the run.
+// Outputs stay alive to the end: the session reads them after the run.
+void keep_outputs_alive(Plan& plan, const Graph& graph, const std::vector<int>& node_tensor) {
     const int end = int(plan.steps.size());
     for (const ValueRef& ref : graph.outputs) {
         const int id = node_tensor[ref.index];
@@ -269,9 +291,11 @@ Plan make_plan(const Graph& graph, const PlanShape& requested, ops::SimdLevel si
         plan.output_tensors.push_back(id);
     }
     check_logits(plan, graph);
+}
 
-    // In-place: an op that allows it writes over input 0 when that input dies at this very step.
-    for (int s = 0; s < end; ++s) {
+// In-place: an op that allows it writes over input 0 when that input dies at this very step.
+void reuse_dying_inputs(Plan& plan) {
+    for (int s = 0; s < int(plan.steps.size()); ++s) {
         PlanStep& step = plan.steps[s];
         if (!step.op->in_place || step.inputs.empty()) continue;
         const PlanTensor& in = plan.tensors[step.inputs[0]];
@@ -279,11 +303,28 @@ Plan make_plan(const Graph& graph, const PlanShape& requested, ops::SimdLevel si
         if (in.kind == PlanTensor::Kind::Intermediate && in.last_step == s && in.bytes == out.bytes)
             out.reuses = step.inputs[0];
     }
+}
 
+// Arena placement: offsets for every tensor that is neither a weight nor state, and the bytes they
+// would take without reuse (the dump compares the two).
+void place_in_arena(Plan& plan) {
     for (const PlanTensor& t : plan.tensors)
         if (t.kind != PlanTensor::Kind::Weight && t.kind != PlanTensor::Kind::State)
             plan.naive_bytes = checked_add(plan.naive_bytes, t.bytes, "[plan] arena bytes");
     assign_arena_offsets(plan);
+}
+
+}  // namespace
+
+// The phases of docs/architecture.md ("graph/: from JSON to a plan"), in order.
+Plan make_plan(const Graph& graph, const PlanShape& requested, ops::SimdLevel simd) {
+    Plan plan = start_plan(graph, requested, simd);
+    add_input_tensors(plan, graph);
+    add_state_tensors(plan, graph);
+    const std::vector<int> node_tensor = add_node_steps(plan, graph);  // kernel choice and inference
+    keep_outputs_alive(plan, graph, node_tensor);                      // lifetimes end at the last read
+    reuse_dying_inputs(plan);
+    place_in_arena(plan);
     verify_plan(plan);
     return plan;
 }

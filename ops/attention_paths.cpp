@@ -48,7 +48,7 @@ inline double dot_tail(const float* q, const float* k, int n64, int hd, double s
 }
 
 // One position's softmax step (attention.cpp, step 3), decided before the values are folded in.
-struct Step {
+struct SoftmaxStep {
     float ms = 1.0f, vs = 1.0f;  // what the accumulator so far is worth now; the weight of this value
     bool rescale = false;        // a new maximum: acc = f16(acc * ms) first
 };
@@ -77,7 +77,7 @@ struct ScalarLoops {
             s[j] = float(dot_tail(qf, kj, n64, hd, r[0]));
         }
     }
-    static void fold(float* acc, const float* v, const Step* steps, int nb, int hd) {
+    static void fold(float* acc, const float* v, const SoftmaxStep* steps, int nb, int hd) {
         for (int i = 0; i < hd; ++i) {
             float a = acc[i];
             for (int j = 0; j < nb; ++j) {
@@ -149,7 +149,7 @@ struct Avx2Loops {
     // The block's positions in order, for 64 elements at a time (8 accumulator registers, whose chains
     // of fma and f16 round trips overlap), then 8 at a time, then one by one.
     template <int R>
-    GR_AVX2 static void fold_lanes(float* acc, const float* v, int hp, const Step* steps, int nb) {
+    GR_AVX2 static void fold_lanes(float* acc, const float* v, int hp, const SoftmaxStep* steps, int nb) {
         // The r loops are unrolled before GCC's loop interchange could put j inside them, which would
         // leave one dependency chain at a time.
         __m256 a[R];
@@ -168,7 +168,7 @@ struct Avx2Loops {
         }
         for (int r = 0; r < R; ++r) _mm256_store_ps(acc + 8 * r, a[r]);
     }
-    GR_AVX2 static void fold(float* acc, const float* v, const Step* steps, int nb, int hd) {
+    GR_AVX2 static void fold(float* acc, const float* v, const SoftmaxStep* steps, int nb, int hd) {
         const int hp = padded(hd);
         int i = 0;
         for (; i + 64 <= hd; i += 64) fold_lanes<8>(acc + i, v + i, hp, steps, nb);
@@ -229,11 +229,11 @@ inline void attend_heads(const KernelArgs& args, int64_t t, int h0, int h1, floa
         for (int h = 0; h < n_heads; ++h) {
             HeadState& st = state[h];
             float s[kKvBlockSize];
-            Step steps[kKvBlockSize];
+            SoftmaxStep steps[kKvBlockSize];
             L::dots(qf + h * hp, k, nb, hd, s);
             for (int j = 0; j < nb; ++j) {
                 const float score = s[j] * scale;
-                Step& step = steps[j];
+                SoftmaxStep& step = steps[j];
                 if (score > st.max) {  // a new maximum: what the old terms are worth now
                     step.ms = std::exp(st.max - score);
                     step.rescale = true;

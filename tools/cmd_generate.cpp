@@ -179,10 +179,10 @@ struct RawTurns {
     }
 };
 
-// Text in, streamed text out until an end-of-generation token or n_predict tokens.
-void run_text_mode(graph::Session& session, const GenerateOptions& opt, const std::string& first_prompt,
-                   graph::Profiler* profiler) {
-    const Tokenizer tokenizer = [&] {
+// The model's tokenizer, refused at load when the model has none or a sampled id could be one it
+// cannot print (which would fail mid-generation).
+Tokenizer text_tokenizer(const graph::Session& session) {
+    Tokenizer tokenizer = [&] {
         try {
             return Tokenizer::from_gguf(session.model().file());
         } catch (const TokenizerError& e) {
@@ -190,12 +190,76 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
                                      " (use --tokens to give token ids)");
         }
     }();
-    // A sampled id the vocabulary cannot print would fail mid-generation: refuse it at load.
     if (tokenizer.n_vocab() < session.n_vocab())
-        throw std::runtime_error(session.model().file().path() + ": the vocabulary has " +
-                                 std::to_string(tokenizer.n_vocab()) + " tokens but the logits are " +
-                                 std::to_string(session.n_vocab()) + " wide (output.weight has more rows than " +
-                                 "tokenizer.ggml.tokens has entries)");
+        throw std::runtime_error(
+            session.model().file().path() + ": the vocabulary has " + std::to_string(tokenizer.n_vocab()) +
+            " tokens but the logits are " + std::to_string(session.n_vocab()) +
+            " wide (output.weight has more rows than " + "tokenizer.ggml.tokens has entries)");
+    return tokenizer;
+}
+
+// Makes room for a turn's `ids`: interactive turns go on from the last half of a full context (false
+// when the line cannot fit even then: it is skipped), a single prompt must fit as it is.
+bool make_room(graph::Session& session, const GenerateOptions& opt, RawTurns& turns,
+               const std::vector<int32_t>& ids) {
+    if (opt.interactive) {
+        const int64_t needed = int64_t(turns.kept.size() + ids.size());
+        if (turns.shift_before_next || needed >= session.n_ctx()) {
+            if (!turns.shift(session, ids.size())) {
+                std::fprintf(stderr,
+                             "graphrun: that line has %zu tokens, more than the context of %lld holds; "
+                             "type a shorter one (or raise -c)\n",
+                             ids.size(), (long long)session.n_ctx());
+                return false;
+            }
+            turns.shift_before_next = false;
+        }
+        turns.catch_up(session);
+        turns.kept.insert(turns.kept.end(), ids.begin(), ids.end());
+    } else if (session.n_past() + int64_t(ids.size()) >= session.n_ctx()) {
+        throw std::runtime_error("the prompt has " + std::to_string(ids.size()) + " tokens and " +
+                                 std::to_string(session.n_past()) + " are in use: more than the context of " +
+                                 std::to_string(session.n_ctx()) + " (raise -c)");
+    }
+    return true;
+}
+
+// Generates from `ids`, streaming the text to stdout until an end-of-generation token or n_predict
+// tokens, then says why it stopped when the context filled, and the timings.
+void stream_reply(graph::Session& session, Sampler& sampler, const Tokenizer& tokenizer,
+                  const GenerateOptions& opt, const std::vector<int32_t>& ids, RawTurns& turns,
+                  graph::Profiler* profiler) {
+    TokenTextStream stream(tokenizer, opt.special);
+    auto stats = graph::generate(
+        session, sampler, ids, opt.n_predict,
+        [&](int32_t token) {
+            if (tokenizer.is_end_of_generation(token)) return false;
+            std::fputs(stream.push(token).c_str(), stdout);
+            std::fflush(stdout);
+            if (opt.interactive) turns.kept.push_back(token);
+            return true;
+        },
+        profiler);
+    std::fputs(stream.flush().c_str(), stdout);
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    if (stats.context_full && opt.interactive) {
+        std::fprintf(stderr,
+                     "graphrun: the context (%lld positions) is full; the next line goes on from its "
+                     "last half, or type /reset to start over\n",
+                     (long long)session.n_ctx());
+        turns.shift_before_next = true;
+    } else if (stats.context_full && stats.generated_tokens != opt.n_predict) {
+        note_context_full(session);
+    }
+    report(session, stats, session.plan(1).weight_bytes);
+}
+
+// Text in, streamed text out until an end-of-generation token or n_predict tokens; with -i, a turn
+// per typed line.
+void run_text_mode(graph::Session& session, const GenerateOptions& opt, const std::string& first_prompt,
+                   graph::Profiler* profiler) {
+    const Tokenizer tokenizer = text_tokenizer(session);
     Sampler sampler(opt.sampling, int32_t(session.n_vocab()));
     std::string prompt = first_prompt;
     bool first_turn = true;
@@ -203,7 +267,8 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
     turns.bos = tokenizer.bos();
     while (true) {
         if (first_turn && prompt.empty() && !opt.interactive)
-            throw std::runtime_error("nothing to generate from: give a prompt with -p TEXT, -f FILE or --tokens");
+            throw std::runtime_error(
+                "nothing to generate from: give a prompt with -p TEXT, -f FILE or --tokens");
         if (opt.interactive && (!first_turn || prompt.empty())) {
             std::fprintf(stderr, "\n> ");
             if (!std::getline(std::cin, prompt)) break;
@@ -219,46 +284,11 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
                 continue;
             }
         }
-        std::vector<int32_t> ids = tokenizer.encode(prompt, turns.kept.empty() && tokenizer.add_bos());
-        if (opt.interactive) {
-            const int64_t needed = int64_t(turns.kept.size() + ids.size());
-            if (turns.shift_before_next || needed >= session.n_ctx()) {
-                if (!turns.shift(session, ids.size())) {
-                    std::fprintf(stderr, "graphrun: that line has %zu tokens, more than the context of %lld holds; "
-                                 "type a shorter one (or raise -c)\n", ids.size(), (long long)session.n_ctx());
-                    continue;
-                }
-                turns.shift_before_next = false;
-            }
-            turns.catch_up(session);
-            turns.kept.insert(turns.kept.end(), ids.begin(), ids.end());
-        } else if (session.n_past() + int64_t(ids.size()) >= session.n_ctx()) {
-            throw std::runtime_error("the prompt has " + std::to_string(ids.size()) + " tokens and " +
-                                     std::to_string(session.n_past()) + " are in use: more than the context of " +
-                                     std::to_string(session.n_ctx()) + " (raise -c)");
-        }
+        const std::vector<int32_t> ids = tokenizer.encode(prompt, turns.kept.empty() && tokenizer.add_bos());
+        if (!make_room(session, opt, turns, ids)) continue;
         if (!opt.interactive || first_turn) std::fputs(prompt.c_str(), stdout);
         std::fflush(stdout);
-
-        TokenTextStream stream(tokenizer, opt.special);
-        auto stats = graph::generate(session, sampler, ids, opt.n_predict, [&](int32_t token) {
-            if (tokenizer.is_end_of_generation(token)) return false;
-            std::fputs(stream.push(token).c_str(), stdout);
-            std::fflush(stdout);
-            if (opt.interactive) turns.kept.push_back(token);
-            return true;
-        }, profiler);
-        std::fputs(stream.flush().c_str(), stdout);
-        std::fputs("\n", stdout);
-        std::fflush(stdout);
-        if (stats.context_full && opt.interactive) {
-            std::fprintf(stderr, "graphrun: the context (%lld positions) is full; the next line goes on from its "
-                         "last half, or type /reset to start over\n", (long long)session.n_ctx());
-            turns.shift_before_next = true;
-        } else if (stats.context_full && stats.generated_tokens != opt.n_predict) {
-            note_context_full(session);
-        }
-        report(session, stats, session.plan(1).weight_bytes);
+        stream_reply(session, sampler, tokenizer, opt, ids, turns, profiler);
         first_turn = false;
         if (!opt.interactive) break;
     }

@@ -238,104 +238,105 @@ PerplexityRun perplexity(std::shared_ptr<const Model> model, const std::vector<i
     return run;
 }
 
-KlDivergence kl_divergence(std::shared_ptr<const Model> model, const std::string& base_path,
-                           const PerplexityOptions& options, const ChunkProgress& progress) {
-    std::ifstream in(base_path, std::ios::binary);
-    if (!in) throw PerplexityError("kl-divergence: cannot open " + base_path);
-    auto fail = [&](const std::string& what) -> PerplexityError {
-        return PerplexityError("kl-divergence: " + base_path + ": " + what);
-    };
+namespace {
+
+// What a base file's header says.
+struct BaseHeader {
+    int64_t n_ctx = 0;
+    int32_t n_vocab = 0, n_chunks = 0;
+};
+
+PerplexityError base_file_error(const std::string& path, const std::string& what) {
+    return PerplexityError("kl-divergence: " + path + ": " + what);
+}
+
+BaseHeader read_base_header(std::ifstream& in, const std::string& path) {
     char magic[8];
     uint32_t n_ctx_u = 0;
-    int32_t n_vocab_file = 0, n_chunks = 0;
+    BaseHeader h;
     if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0)
-        throw fail("not a log-probability file (it does not start with \"_logits_\")");
-    if (!in.read(reinterpret_cast<char*>(&n_ctx_u), 4) ||
-        !in.read(reinterpret_cast<char*>(&n_vocab_file), 4) ||
-        !in.read(reinterpret_cast<char*>(&n_chunks), 4))
-        throw fail("truncated header (n_ctx, n_vocab, n_chunk at bytes 8..19)");
-    const int64_t n_ctx = int64_t(n_ctx_u);
-    check_chunk_length(n_ctx);
-    if (n_chunks < 1)
-        throw fail("n_chunk is " + std::to_string(n_chunks) + " at byte 16, expected at least 1");
-    ChunkRunner runner(model, n_ctx, options.n_threads);
-    const int64_t n_vocab = runner.n_vocab();
-    if (n_vocab_file != n_vocab)
-        throw fail("saved with a vocabulary of " + std::to_string(n_vocab_file) + " tokens, the model has " +
-                   std::to_string(n_vocab));
-    const int64_t first = n_ctx / 2, scored = n_ctx - 1 - first, nv = codes_per_position(n_vocab);
-    // The size the header implies must be the file's, before anything large is allocated.
+        throw base_file_error(path, "not a log-probability file (it does not start with \"_logits_\")");
+    if (!in.read(reinterpret_cast<char*>(&n_ctx_u), 4) || !in.read(reinterpret_cast<char*>(&h.n_vocab), 4) ||
+        !in.read(reinterpret_cast<char*>(&h.n_chunks), 4))
+        throw base_file_error(path, "truncated header (n_ctx, n_vocab, n_chunk at bytes 8..19)");
+    h.n_ctx = int64_t(n_ctx_u);
+    check_chunk_length(h.n_ctx);
+    if (h.n_chunks < 1)
+        throw base_file_error(
+            path, "n_chunk is " + std::to_string(h.n_chunks) + " at byte 16, expected at least 1");
+    return h;
+}
+
+// The base file's tokens, once its size is the one the header implies (checked before anything
+// large is allocated) and every token is inside the vocabulary.
+std::vector<int32_t> read_base_tokens(std::ifstream& in, const std::string& path, const BaseHeader& h,
+                                      int64_t scored, int64_t nv) {
+    const int64_t n_ctx = h.n_ctx, n_chunks = h.n_chunks, n_vocab = h.n_vocab;
     in.seekg(0, std::ios::end);
     const uint64_t file_size = uint64_t(in.tellg());
     const uint64_t want = 20 + uint64_t(n_chunks) * uint64_t(n_ctx) * 4 +
                           uint64_t(n_chunks) * uint64_t(scored) * uint64_t(nv) * 2;
     if (file_size != want)
-        throw fail(std::to_string(file_size) + " bytes, but its header (n_ctx " + std::to_string(n_ctx) +
-                   ", n_vocab " + std::to_string(n_vocab) + ", " + std::to_string(n_chunks) +
-                   " chunks) says " + std::to_string(want));
+        throw base_file_error(path, std::to_string(file_size) + " bytes, but its header (n_ctx " +
+                                        std::to_string(n_ctx) + ", n_vocab " + std::to_string(n_vocab) +
+                                        ", " + std::to_string(n_chunks) + " chunks) says " +
+                                        std::to_string(want));
     in.seekg(20);
     std::vector<int32_t> tokens(size_t(n_chunks) * size_t(n_ctx));
     in.read(reinterpret_cast<char*>(tokens.data()), std::streamsize(tokens.size() * 4));
     for (size_t i = 0; i < tokens.size(); ++i)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
-            throw fail("token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
-                       ", outside the vocabulary");
+            throw base_file_error(path, "token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
+                                            ", outside the vocabulary");
+    return tokens;
+}
 
-    int64_t chunks = n_chunks;
-    if (options.max_chunks >= 0) chunks = std::min(chunks, options.max_chunks);
-    KlDivergence r;
-    r.n_ctx = n_ctx;
-    r.n_chunks = chunks;
-    double sum_nll = 0, sum_nll2 = 0, sum_base = 0, sum_base2 = 0, sum_cross = 0, sum_kld = 0, sum_kld2 = 0;
-    double sum_pd = 0, sum_pd2 = 0, sum_pd4 = 0;
+// The sums the KL statistics are taken from, position by position in order; float products summed in
+// double, as llama.cpp does.
+struct KlSums {
+    double nll = 0, nll2 = 0, base = 0, base2 = 0, cross = 0, kld = 0, kld2 = 0;
+    double pd = 0, pd2 = 0, pd4 = 0;
     int64_t same_top = 0;
     std::vector<float> klds, p_diffs;
-    std::vector<uint16_t> codes(size_t(scored * nv));
-    std::vector<KlPosition> positions(static_cast<size_t>(scored));
-    for (int64_t c = 0; c < chunks; ++c) {
-        in.read(reinterpret_cast<char*>(codes.data()), std::streamsize(codes.size() * 2));
-        const int32_t* chunk = tokens.data() + c * n_ctx;
-        const std::span<const float> logits = runner.eval(chunk);
-        tbb::parallel_for(tbb::blocked_range<int64_t>(0, scored), [&](const tbb::blocked_range<int64_t>& rg) {
-            for (int64_t j = rg.begin(); j < rg.end(); ++j)
-                positions[size_t(j)] = compare_with_base(logits.data() + (first + j) * n_vocab, n_vocab,
-                                                         chunk[first + j + 1], codes.data() + j * nv);
-        });
-        for (const KlPosition& p : positions) {
-            // Float products summed in double, as llama.cpp does.
-            sum_nll += p.nll;
-            sum_nll2 += p.nll * p.nll;
-            sum_base += p.nll_base;
-            sum_base2 += p.nll_base * p.nll_base;
-            sum_cross += p.nll * p.nll_base;
-            sum_kld += p.kld;
-            sum_kld2 += p.kld * p.kld;
-            sum_pd += p.p_diff;
-            const double pd2 = p.p_diff * p.p_diff;
-            sum_pd2 += pd2;
-            sum_pd4 += pd2 * pd2;
-            same_top += p.same_top;
-            klds.push_back(float(p.kld));
-            p_diffs.push_back(p.p_diff);
-        }
-        r.count += scored;
-        if (progress) progress(c + 1, chunks, std::exp(sum_nll / double(r.count)));
+
+    void add(const KlPosition& p) {
+        nll += p.nll;
+        nll2 += p.nll * p.nll;
+        base += p.nll_base;
+        base2 += p.nll_base * p.nll_base;
+        cross += p.nll * p.nll_base;
+        kld += p.kld;
+        kld2 += p.kld * p.kld;
+        pd += p.p_diff;
+        const double p_diff2 = p.p_diff * p.p_diff;
+        pd2 += p_diff2;
+        pd4 += p_diff2 * p_diff2;
+        same_top += p.same_top;
+        klds.push_back(float(p.kld));
+        p_diffs.push_back(p.p_diff);
     }
+};
+
+// The figures llama-perplexity prints from the sums of r.count positions (sorts the KLD and
+// probability-difference lists for the percentiles).
+void summarize(KlSums& s, KlDivergence& r) {
     const int64_t n = r.count;
-    const auto log_ppl = mean_and_error(sum_nll, sum_nll2, n);
-    const auto log_ppl_base = mean_and_error(sum_base, sum_base2, n);
+    const auto log_ppl = mean_and_error(s.nll, s.nll2, n);
+    const auto log_ppl_base = mean_and_error(s.base, s.base2, n);
     r.ppl = std::exp(log_ppl.first);
     r.ppl_error = r.ppl * log_ppl.second;
     r.ppl_base = std::exp(log_ppl_base.first);
     r.ppl_base_error = r.ppl_base * log_ppl_base.second;
-    const double cov = covariance(sum_nll, sum_base, sum_cross, n);
+    const double cov = covariance(s.nll, s.base, s.cross, n);
     r.log_ppl_correlation = cov / (log_ppl.second * log_ppl_base.second);
     r.log_ppl_ratio = log_ppl.first - log_ppl_base.first;
     r.log_ppl_ratio_error = std::sqrt(
         std::max(0.0, log_ppl.second * log_ppl.second + log_ppl_base.second * log_ppl_base.second - 2 * cov));
-    const auto kld = mean_and_error(sum_kld, sum_kld2, n);
+    const auto kld = mean_and_error(s.kld, s.kld2, n);
     r.kld_mean = kld.first;
     r.kld_error = kld.second;
+    std::vector<float>& klds = s.klds;
+    std::vector<float>& p_diffs = s.p_diffs;
     std::sort(klds.begin(), klds.end());
     std::sort(p_diffs.begin(), p_diffs.end());
     r.kld_max = klds.back();
@@ -349,10 +350,10 @@ KlDivergence kl_divergence(std::shared_ptr<const Model> model, const std::string
     r.kld_1 = percentile(klds, 0.01f);
     r.kld_0_1 = percentile(klds, 0.001f);
     r.kld_min = klds.front();
-    const auto pd = mean_and_error(sum_pd, sum_pd2, n);
+    const auto pd = mean_and_error(s.pd, s.pd2, n);
     r.p_diff_mean = pd.first;
     r.p_diff_error = pd.second;
-    const auto pd_mse = mean_and_error(sum_pd2, sum_pd4, n);
+    const auto pd_mse = mean_and_error(s.pd2, s.pd4, n);
     r.p_diff_rms = std::sqrt(pd_mse.first);
     r.p_diff_rms_error = r.p_diff_rms > 0 ? 0.5 / r.p_diff_rms * pd_mse.second : 0.0;
     r.p_diff_max = p_diffs.back();
@@ -360,8 +361,48 @@ KlDivergence kl_divergence(std::shared_ptr<const Model> model, const std::string
     r.p_diff_median = median(p_diffs);
     r.p_diff_1 = percentile(p_diffs, 0.01f);
     r.p_diff_min = p_diffs.front();
-    r.same_top = double(same_top) / double(n);
+    r.same_top = double(s.same_top) / double(n);
     r.same_top_error = n > 1 ? std::sqrt(r.same_top * (1 - r.same_top) / double(n - 1)) : 0.0;
+}
+
+}  // namespace
+
+KlDivergence kl_divergence(std::shared_ptr<const Model> model, const std::string& base_path,
+                           const PerplexityOptions& options, const ChunkProgress& progress) {
+    std::ifstream in(base_path, std::ios::binary);
+    if (!in) throw PerplexityError("kl-divergence: cannot open " + base_path);
+    const BaseHeader header = read_base_header(in, base_path);
+    const int64_t n_ctx = header.n_ctx;
+    ChunkRunner runner(model, n_ctx, options.n_threads);
+    const int64_t n_vocab = runner.n_vocab();
+    if (header.n_vocab != n_vocab)
+        throw base_file_error(base_path, "saved with a vocabulary of " + std::to_string(header.n_vocab) +
+                                             " tokens, the model has " + std::to_string(n_vocab));
+    const int64_t first = n_ctx / 2, scored = n_ctx - 1 - first, nv = codes_per_position(n_vocab);
+    const std::vector<int32_t> tokens = read_base_tokens(in, base_path, header, scored, nv);
+
+    int64_t chunks = header.n_chunks;
+    if (options.max_chunks >= 0) chunks = std::min(chunks, options.max_chunks);
+    KlDivergence r;
+    r.n_ctx = n_ctx;
+    r.n_chunks = chunks;
+    KlSums sums;
+    std::vector<uint16_t> codes(size_t(scored * nv));
+    std::vector<KlPosition> positions(static_cast<size_t>(scored));
+    for (int64_t c = 0; c < chunks; ++c) {
+        in.read(reinterpret_cast<char*>(codes.data()), std::streamsize(codes.size() * 2));
+        const int32_t* chunk = tokens.data() + c * n_ctx;
+        const std::span<const float> logits = runner.eval(chunk);
+        tbb::parallel_for(tbb::blocked_range<int64_t>(0, scored), [&](const tbb::blocked_range<int64_t>& rg) {
+            for (int64_t j = rg.begin(); j < rg.end(); ++j)
+                positions[size_t(j)] = compare_with_base(logits.data() + (first + j) * n_vocab, n_vocab,
+                                                         chunk[first + j + 1], codes.data() + j * nv);
+        });
+        for (const KlPosition& p : positions) sums.add(p);
+        r.count += scored;
+        if (progress) progress(c + 1, chunks, std::exp(sums.nll / double(r.count)));
+    }
+    summarize(sums, r);
     return r;
 }
 

@@ -89,7 +89,7 @@ std::string quant_mix_names() {
     return s;
 }
 
-QuantMixPlanner::QuantMixPlanner(const GgufFile& file, const QuantMix& mix, QuantMixOptions options)
+TensorTypeChooser::TensorTypeChooser(const GgufFile& file, const QuantMix& mix, QuantMixOptions options)
     : mix_(mix), options_(options) {
     arch_ = file.find_string("general.architecture").value_or("");
     if (file.find_int(arch_ + ".expert_count").value_or(0) > 1)
@@ -120,7 +120,7 @@ QuantMixPlanner::QuantMixPlanner(const GgufFile& file, const QuantMix& mix, Quan
     }
 }
 
-TensorChoice QuantMixPlanner::choose(const GgufTensor& t) const {
+TensorChoice TensorTypeChooser::choose(const GgufTensor& t) const {
     if (!is_quantizable(t)) return {false, t.type, "", false};
     const Category cat = category_of(t.name);
     if (options_.token_embedding_type && cat == Category::TokenEmbd)
@@ -130,7 +130,7 @@ TensorChoice QuantMixPlanner::choose(const GgufTensor& t) const {
     return choose_matrix(t);
 }
 
-TensorChoice QuantMixPlanner::choose_matrix(const GgufTensor& t) const {
+TensorChoice TensorTypeChooser::choose_matrix(const GgufTensor& t) const {
     const Category cat = category_of(t.name);
     const bool falcon = arch_ == "falcon";
     const int64_t nx = t.ne[0];

@@ -1,8 +1,8 @@
 // tools/lib/quant_mix.h — which type each tensor gets in a quantized file: llama-quantize's choices.
 //
 //   const QuantMix* mix = find_quant_mix("q4_k_m");
-//   QuantMixPlanner planner(file, *mix, options);
-//   TensorChoice c = planner.choose(tensor);  // c.type, and c.why when it is not the mix's base type
+//   TensorTypeChooser chooser(file, *mix, options);
+//   TensorChoice c = chooser.choose(tensor);  // c.type, and c.why when it is not the mix's base type
 //
 // A mix is a llama.cpp file type (llama_ftype): a base type for the weight matrices, plus per-tensor
 // exceptions (the rules of llama.cpp's llama_tensor_get_type, for dense models):
@@ -58,11 +58,12 @@ struct TensorChoice {
     bool unblockable = false;  // a matrix llama.cpp would refuse: kept in its own type (type = its type)
 };
 
-class QuantMixPlanner {
+// A mix's rules applied to one file: the type each of its tensors gets (it plans nothing).
+class TensorTypeChooser {
   public:
     // Reads the counts the rules need from `file` (layers, attn_v tensors, heads, tied embeddings).
     // Throws std::invalid_argument for a model the rules do not cover (mixture-of-experts).
-    QuantMixPlanner(const GgufFile& file, const QuantMix& mix, QuantMixOptions options);
+    TensorTypeChooser(const GgufFile& file, const QuantMix& mix, QuantMixOptions options);
     TensorChoice choose(const GgufTensor& t) const;
 
   private:
@@ -74,5 +75,8 @@ class QuantMixPlanner {
     bool tied_embeddings_ = true;
     std::vector<std::string> attn_v_order_, ffn_down_order_;  // in llama.cpp's (layer, name) order
 };
+
+// The old name, for tests/ until they move into their folders; use TensorTypeChooser.
+using QuantMixPlanner = TensorTypeChooser;
 
 }  // namespace graphrun::graph

@@ -25,9 +25,9 @@ namespace {
 constexpr int64_t kElementsPerTask = 1 << 16;  // rows are grouped so a task converts ~64K weights
 
 // What the mix does to this tensor; see the header for the rule.
-QuantizedTensor plan_tensor(const GgufTensor& t, const QuantMixPlanner& planner) {
+QuantizedTensor quantized_tensor_for(const GgufTensor& t, const TensorTypeChooser& chooser) {
     QuantizedTensor q{t.name, t.shape(), t.type, t.type, TensorAction::Kept, "", t.nbytes, t.nbytes};
-    const TensorChoice c = planner.choose(t);
+    const TensorChoice c = chooser.choose(t);
     q.why = c.why;
     if (!c.quantize) {
         q.why = t.ne.size() < 2 ? "1-D" : "not a weight matrix";  // norm weights are read as they are
@@ -145,15 +145,15 @@ QuantizeReport quantize_model(const std::string& in, const std::string& out, con
     } catch (const OutputError& e) {
         throw GgufError(e.what());
     }
-    const QuantMixPlanner planner(*file, *mix,
-                                  {options.pure, options.output_tensor_type, options.token_embedding_type});
+    const TensorTypeChooser chooser(*file, *mix,
+                                    {options.pure, options.output_tensor_type, options.token_embedding_type});
     QuantizeReport report;
     report.mix = mix->name;
     report.llama_ftype = mix->llama_ftype;
     report.type = mix->base;
     report.file_bytes_in = file->file_size();
     for (const GgufTensor& t : file->tensors()) {
-        report.tensors.push_back(plan_tensor(t, planner));
+        report.tensors.push_back(quantized_tensor_for(t, chooser));
         report.bytes_in += report.tensors.back().bytes_in;
         report.bytes_out += report.tensors.back().bytes_out;
     }

@@ -4,7 +4,7 @@
 //   auto report = quantize_model("model-f32.gguf", "model-q4_k_m.gguf", {.mix = "q4_k_m"});
 //   // report.tensors says, per tensor, what it became and why; the file runs in graphrun and llama.cpp
 //
-// What each tensor becomes is the mix's choice (QuantMixPlanner): weight matrices get the mix's base
+// What each tensor becomes is the mix's choice (TensorTypeChooser): weight matrices get the mix's base
 // type or one of its exceptions (output.weight Q6_K; attn_v / ffn_down with more bits in some layers;
 // fallbacks for rows that are not whole blocks); 1-D tensors and non-weights are copied unchanged.
 // Where graphrun differs from llama-quantize:

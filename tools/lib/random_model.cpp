@@ -205,18 +205,13 @@ std::vector<std::string> random_llama_vocab(int64_t n_vocab) {
     return tokens;
 }
 
-void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
-    validate_random_llama(s);
-    try {
-        check_output_path(path);  // before the weights are drawn: they can take a while
-    } catch (const OutputError& e) {
-        throw GgufError(e.what());
-    }
-    const int64_t head_dim = s.head_dim(), q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
+namespace {
+
+// The model's hyperparameters, under the architecture's prefix as llama.cpp's converters write them.
+void set_random_llama_metadata(GgufWriter& w, const RandomLlamaSpec& s, float rope_base) {
+    const int64_t head_dim = s.head_dim();
     const bool qwen = s.arch == "qwen2" || s.arch == "qwen3";
-    const float rope_base = s.rope_base > 0 ? s.rope_base : qwen ? 1000000.0f : 10000.0f;
     const std::string a = s.arch + ".";  // metadata prefix
-    GgufWriter w;
     w.set_string("general.architecture", s.arch);
     w.set_string("general.name", s.name);
     w.set_u32("general.file_type", s.type == DType::F16 ? 1 : 0);  // llama.cpp: ALL_F32 0, MOSTLY_F16 1
@@ -233,7 +228,10 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     if (s.arch == "llama") w.set_u32(a + "rope.dimension_count", uint32_t(head_dim));  // as its converter
     w.set_f32(a + "rope.freq_base", rope_base);
     w.set_f32(a + "attention.layer_norm_rms_epsilon", qwen ? 1e-6f : 1e-5f);
+}
 
+// A SentencePiece ("llama") vocabulary: <unk>, <s>, </s>, the 256 byte tokens, then pieces.
+void set_random_llama_tokenizer(GgufWriter& w, const RandomLlamaSpec& s) {
     const std::vector<std::string> tokens = random_llama_vocab(s.n_vocab);
     std::vector<float> scores(tokens.size(), 0.0f);
     std::vector<int32_t> types(tokens.size(), kTypeNormal);
@@ -252,7 +250,11 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     w.set_u32("tokenizer.ggml.unknown_token_id", 0);
     w.set_bool("tokenizer.ggml.add_bos_token", true);
     w.set_bool("tokenizer.ggml.add_eos_token", false);
+}
 
+// The weights, drawn from `s.seed` in file order: embeddings, each layer's, the output's.
+void add_random_llama_weights(GgufWriter& w, const RandomLlamaSpec& s, float rope_base) {
+    const int64_t head_dim = s.head_dim(), q_dim = s.n_heads * head_dim, kv_dim = s.n_kv_heads * head_dim;
     NormalSource rng(s.seed);
     const double embd_scale = 1.0 / std::sqrt(double(s.n_embd)), ff_scale = 1.0 / std::sqrt(double(s.n_ff));
     auto matrix = [&](const std::string& name, int64_t ne0, int64_t ne1, double stddev) {
@@ -300,6 +302,23 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     }
     if (!s.tied_output)
         matrix("output.weight", s.n_embd, s.n_vocab, kOutputGain * embd_scale);  // (n_vocab, n_embd)
+}
+
+}  // namespace
+
+void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
+    validate_random_llama(s);
+    try {
+        check_output_path(path);  // before the weights are drawn: they can take a while
+    } catch (const OutputError& e) {
+        throw GgufError(e.what());
+    }
+    const bool qwen = s.arch == "qwen2" || s.arch == "qwen3";
+    const float rope_base = s.rope_base > 0 ? s.rope_base : qwen ? 1000000.0f : 10000.0f;
+    GgufWriter w;
+    set_random_llama_metadata(w, s, rope_base);
+    set_random_llama_tokenizer(w, s);
+    add_random_llama_weights(w, s, rope_base);
     w.write(path);
 }
 
