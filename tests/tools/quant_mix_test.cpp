@@ -53,7 +53,7 @@ std::string skeleton(const std::string& name, int n_layer, int64_t k, int64_t ff
 std::map<std::string, DType> choices(const std::string& path, const char* mix,
                                      graph::QuantMixOptions o = {}) {
     const auto f = GgufFile::open(path);
-    const graph::QuantMixPlanner planner(*f, *graph::find_quant_mix(mix), o);
+    const graph::TensorTypeChooser planner(*f, *graph::find_quant_mix(mix), o);
     std::map<std::string, DType> out;
     for (const GgufTensor& t : f->tensors()) out[t.name] = planner.choose(t).type;
     return out;
@@ -127,12 +127,12 @@ TEST(QuantMix, RowsThatAreNotWholeBlocksFallBack) {
     EXPECT_EQ(c.at("output.weight"), DType::Q8_0);
     EXPECT_EQ(choices(path, "q5_k_m").at(layer_tensor(2, "attn_q")), DType::Q5_1);
     const auto f = GgufFile::open(path);
-    const graph::QuantMixPlanner q4_0(*f, *graph::find_quant_mix("q4_0"), {});
+    const graph::TensorTypeChooser q4_0(*f, *graph::find_quant_mix("q4_0"), {});
     const graph::TensorChoice down = q4_0.choose(*f->find_tensor(layer_tensor(2, "ffn_down")));
     EXPECT_TRUE(down.unblockable);
     EXPECT_EQ(down.type, DType::F32);
     EXPECT_THAT(down.why, HasSubstr("4964"));
-    const graph::TensorChoice q = graph::QuantMixPlanner(*f, *graph::find_quant_mix("q4_k_m"), {})
+    const graph::TensorChoice q = graph::TensorTypeChooser(*f, *graph::find_quant_mix("q4_k_m"), {})
                                       .choose(*f->find_tensor(layer_tensor(2, "attn_q")));
     EXPECT_THAT(q.why, HasSubstr("rows of 896 elements are not a multiple of the q4_k block size 256: q5_0"));
 }

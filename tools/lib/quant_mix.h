@@ -76,7 +76,4 @@ class TensorTypeChooser {
     std::vector<std::string> attn_v_order_, ffn_down_order_;  // in llama.cpp's (layer, name) order
 };
 
-// The old name, for tests/ until they move into their folders; use TensorTypeChooser.
-using QuantMixPlanner = TensorTypeChooser;
-
 }  // namespace graphrun::graph
