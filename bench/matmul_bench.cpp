@@ -30,6 +30,7 @@
 #include "ops/op_table.h"
 #include "ops/quant/traits.h"
 #include "ops/quant/kernels.h"
+#include "runtime/checked_math.h"
 
 namespace graphrun::bench {
 namespace {
@@ -66,7 +67,7 @@ const WeightPool& weight_pool(DType type, int64_t n, int64_t k) {
     if (pool && pool->type == type && pool->n == n && pool->k == k) return *pool;
     pool.reset();  // free the previous GiB before taking the next
     const int64_t matrix_bytes = n * row_bytes(type, k);
-    const int64_t copies = std::max<int64_t>(2, (kBeyondCacheBytes + matrix_bytes - 1) / matrix_bytes);
+    const int64_t copies = std::max<int64_t>(2, ceil_div(kBeyondCacheBytes, matrix_bytes));
     pool = std::make_unique<WeightPool>(
         WeightPool{type, n, k, matrix_bytes, copies, BigBuffer(copies * matrix_bytes)});
     FastRandom rng{0x9e3779b97f4a7c15ull};

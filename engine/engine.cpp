@@ -7,13 +7,11 @@
 #include <set>
 #include <string>
 
+#include "runtime/checked_math.h"
+
 namespace graphrun::graph {
 
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-    return (a + b - 1) / b;
-}
 
 void check_option(const char* name, int64_t value, int64_t lo, int64_t hi) {
     if (value < lo || value > hi)

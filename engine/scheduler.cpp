@@ -5,16 +5,14 @@
 #include <chrono>
 #include <string>
 
+#include "runtime/checked_math.h"
+
 namespace graphrun::graph {
 
 namespace {
 
 double steady_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-int64_t ceil_div(int64_t a, int64_t b) {
-    return (a + b - 1) / b;
 }
 
 TokenEvent cancelled_event(RequestId id, const RequestTiming* timing) {

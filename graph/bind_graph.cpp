@@ -395,18 +395,9 @@ class Binder {
 
     // A word of the declaration's choices ("normal|neox") -> its index.
     double choice_index(const std::string& what, const ops::AttrDecl& decl, const Json& value) const {
-        const std::string choices = decl.choices;
-        if (value.is_string()) {
-            const std::string word = value.get<std::string>();
-            size_t start = 0;
-            for (int index = 0;; ++index) {
-                const size_t bar = choices.find('|', start);
-                if (choices.substr(start, bar - start) == word) return index;
-                if (bar == std::string::npos) break;
-                start = bar + 1;
-            }
-        }
-        fail(what, "must be one of " + choices + ", got " + excerpt(value));
+        if (value.is_string())
+            if (const int index = ops::choice_index(decl.choices, value.get<std::string>()); index >= 0) return index;
+        fail(what, "must be one of " + std::string(decl.choices) + ", got " + excerpt(value));
     }
 
     static std::string number_text(double v) {

@@ -6,6 +6,7 @@
 //   kv_write:  cache (n_slots, width) f16, x (T, width) f32, slots (T) i32 -> cache, rows at slots written
 #include "harness/op_coverage.h"
 #include "ops/attention.h"
+#include "runtime/checked_math.h"
 #include "runtime/kv_blocks.h"
 
 namespace graphrun::testing {
@@ -25,7 +26,7 @@ OpShape attention_shape(int64_t n_tokens, int n_head, int n_head_kv, int hd, int
     if (q_scale != 1.0f) label += ".qx" + std::to_string(int(q_scale));
     return {label, [=] {
                 const int64_t qw = int64_t(n_head) * hd, kvw = int64_t(n_head_kv) * hd;
-                const int64_t n_pos = first_pos + n_tokens, used = (n_pos + B - 1) / B, n_blocks = used + 1;
+                const int64_t n_pos = first_pos + n_tokens, used = ceil_div(n_pos, B), n_blocks = used + 1;
                 std::vector<int32_t> table;  // block of positions [b B, (b + 1) B), then the NaN block
                 for (int64_t b = 0; b < used; ++b) table.push_back(int32_t(used - 1 - b));
                 table.push_back(int32_t(n_blocks - 1));

@@ -51,12 +51,9 @@ const bool f32_registered = register_op_coverage({
 
 // One coverage per quantized matmul row, made from the traits as the rows themselves are.
 const bool quant_registered = [] {
-    for (const DTypeTraits& t : dtype_table()) {
-        const ops::QuantTraits* tr = ops::quant_traits_at(t.type, ops::SimdLevel::Scalar);
-        if (!tr || !tr->vec_dot || !tr->matmul_kernel) continue;
-        const DType wtype = t.type;
+    for (const DType wtype : ops::runnable_quantized_weight_types()) {
         register_op_coverage({
-            .row = tr->matmul_kernel,
+            .row = ops::quant_traits_at(wtype, ops::SimdLevel::Scalar)->matmul_kernel,
             // Exact integer block sums folded in with float block scales, against dequantized floats
             // multiplied in double.
             .max_nmse = 1e-11,

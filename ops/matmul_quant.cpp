@@ -151,12 +151,12 @@ void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, cons
 
 namespace {
 
-// Q4_1 / Q5_1 weights are d q + m per block, and their kernels take the min term from the Q8_1
-// activation's block sum s as stored (rounded to fp16), as ggml does:
+// Weights with a min (traits' min_offset: Q4_1 / Q5_1) are d q + m per block, and their kernels take
+// the min term from the Q8_1 activation's block sum s as stored (rounded to fp16), as ggml does:
 //   y = sum_b [ sum_{i in b} (w_i - m_b) x_i + m_b s_b ].
-// Both weight formats start { fp16 d; fp16 m; }, so m_b is read from the block's bytes 2..3.
-void reference_with_block_sums(const KernelArgs& a, const std::vector<float>& wf,
-                               const std::vector<float>& xf) {
+// m_b is the fp16 at byte min_offset of the weight block.
+void reference_with_block_sums(const KernelArgs& a, const std::vector<float>& wf, const std::vector<float>& xf,
+                               int min_offset) {
     const TensorRef& w = a.in[1];
     const int64_t k = w.dim(1), n_out = w.dim(0), n_tokens = a.in[0].rows(), nb = k / kQK;
     const int64_t block_bytes = dtype_traits(w.dtype).block_bytes;
@@ -168,7 +168,7 @@ void reference_with_block_sums(const KernelArgs& a, const std::vector<float>& wf
             double sum = 0.0;
             for (int64_t b = 0; b < nb; ++b) {
                 uint16_t m_bits;
-                std::memcpy(&m_bits, row + b * block_bytes + 2, sizeof m_bits);
+                std::memcpy(&m_bits, row + b * block_bytes + min_offset, sizeof m_bits);
                 const double m = fp16_to_f32(m_bits);
                 for (int64_t i = b * kQK; i < (b + 1) * kQK; ++i)
                     sum += (double(wf[size_t(n * k + i)]) - m) * double(xf[size_t(t * k + i)]);
@@ -200,7 +200,7 @@ void matmul_quant_reference(const KernelArgs& a) {
         xt.dequantize_row(xq.data(), &xf[size_t(t * k)], k);
     }
     float* y = a.out.as<float>();
-    if (wt.vec_dot_type == DType::Q8_1) return reference_with_block_sums(a, wf, xf);
+    if (wt.min_offset >= 0) return reference_with_block_sums(a, wf, xf, wt.min_offset);
     for (int64_t t = 0; t < n_tokens; ++t)
         for (int64_t n = 0; n < n_out; ++n) {
             double sum = 0.0;
@@ -240,11 +240,10 @@ const char* gemm_variant(std::span<const TensorDesc> inputs, SimdLevel level) {
 std::span<const OpDef> matmul_quant_rows() {
     static const std::vector<OpDef> rows = [] {
         std::vector<OpDef> out;
-        for (const DTypeTraits& t : dtype_table()) {
-            const QuantTraits* tr = quant_traits_at(t.type, SimdLevel::Scalar);
-            if (!tr || !tr->vec_dot) continue;
-            const bool avx2 = runs_other_kernels(t.type, SimdLevel::Avx2, SimdLevel::Scalar);
-            const bool avx512 = runs_other_kernels(t.type, SimdLevel::Avx512, SimdLevel::Avx2);
+        for (const DType type : runnable_quantized_weight_types()) {
+            const QuantTraits* tr = quant_traits_at(type, SimdLevel::Scalar);
+            const bool avx2 = runs_other_kernels(type, SimdLevel::Avx2, SimdLevel::Scalar);
+            const bool avx512 = runs_other_kernels(type, SimdLevel::Avx512, SimdLevel::Avx2);
             out.push_back({
                 .name = tr->matmul_kernel,
                 .graph_op = "matmul",
@@ -257,7 +256,7 @@ std::span<const OpDef> matmul_quant_rows() {
                         .avx2 = avx2 ? run_at<SimdLevel::Avx2> : nullptr,
                         .avx512 = avx512 ? run_at<SimdLevel::Avx512> : nullptr},
                 .prepare = {.scalar = prepare_at<SimdLevel::Scalar>,
-                            .avx2 = quantizes_otherwise(t.type, SimdLevel::Avx2, SimdLevel::Scalar)
+                            .avx2 = quantizes_otherwise(type, SimdLevel::Avx2, SimdLevel::Scalar)
                                         ? prepare_at<SimdLevel::Avx2>
                                         : nullptr},
                 .prepare_items = matmul_quant_prepare_items,

@@ -32,14 +32,24 @@ std::string TensorDesc::str() const {
 
 std::string attr_value_text(const AttrDecl& decl, const OpParams& params) {
     const double value = decl.get(params);
-    if (decl.kind == AttrKind::Choice) {
-        std::string_view choices = decl.choices;
-        for (int i = 0; i < int(value); ++i) choices.remove_prefix(choices.find('|') + 1);
-        return std::string(choices.substr(0, choices.find('|')));
-    }
+    if (decl.kind == AttrKind::Choice) return std::string(choice_word(decl.choices, int(value)));
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", value);
     return buf;
+}
+
+std::string_view choice_word(std::string_view choices, int index) {
+    for (int i = 0; i < index; ++i) choices.remove_prefix(choices.find('|') + 1);
+    return choices.substr(0, choices.find('|'));
+}
+
+int choice_index(std::string_view choices, std::string_view word) {
+    for (int index = 0;; ++index) {
+        const size_t bar = choices.find('|');
+        if (choices.substr(0, bar) == word) return index;
+        if (bar == std::string_view::npos) return -1;
+        choices.remove_prefix(bar + 1);
+    }
 }
 
 PlanError::PlanError(const NodeInfo& node, const std::string& what)
@@ -79,11 +89,8 @@ const OpDef& choose_matmul(const NodeInfo& node) {
     const QuantTraits* traits = quant_traits(w.dtype);
     if (traits && traits->matmul_kernel)
         if (const OpDef* op = find_op(traits->matmul_kernel)) return *op;
-    std::string runs = "f32, f16";
-    for (const DTypeTraits& t : dtype_table())
-        if (const QuantTraits* tr = quant_traits(t.type); tr && tr->matmul_kernel) runs += std::string(", ") + t.name;
     throw PlanError(node, "weight " + input_name(node, 1) + " is " + w.str() + ": graphrun has no matmul kernel for " +
-                              dtype_name(w.dtype) + " weights (it multiplies " + runs + ")");
+                              dtype_name(w.dtype) + " weights (it multiplies " + runnable_weight_type_names() + ")");
 }
 
 }  // namespace

@@ -136,6 +136,11 @@ constexpr AttrDecl choice_attr(const char* name, const char* choices, const char
 // "1e-05", "6", or a Choice's word ("neox"): an attribute's value as a graph would write it.
 std::string attr_value_text(const AttrDecl& decl, const OpParams& params);
 
+// The words of a Choice's `choices` ("normal|neox"), the one reading of that string: the word at
+// `index` (in range), and the index of `word`, -1 when it is none of them.
+std::string_view choice_word(std::string_view choices, int index);
+int choice_index(std::string_view choices, std::string_view word);
+
 // ---- the op table ------------------------------------------------------------------------------------
 
 // One row per kernel. Rows are written with designated initializers (ops/<family>.cpp), so a field

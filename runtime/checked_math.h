@@ -68,4 +68,9 @@ int64_t checked_align_up(int64_t n, int64_t alignment, const What& what) {
     return padded / alignment * alignment;
 }
 
+// ceil(a / b) for a >= 0, b > 0 (block counts, chunk counts); a + b - 1 must fit in int64.
+constexpr int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
 }  // namespace graphrun

@@ -1,7 +1,9 @@
 // runtime/dtype.cpp — the dtype table: ggml's type ids, block sizes and block bytes.
 //
 // Block bytes are the sizes of ggml's block structs (ggml-common.h), e.g. Q4_K = fp16 d, fp16 dmin,
-// 12 bytes of 6-bit scales and mins, 128 bytes of nibbles = 144 bytes per 256 weights.
+// 12 bytes of 6-bit scales and mins, 128 bytes of nibbles = 144 bytes per 256 weights. The last field
+// of a block type's row is where its fp16 scales sit: {count, {byte offsets}}, d first where the
+// block starts with it, else after the quants (Q2_K's d and dmin after 16 scale and 64 quant bytes).
 #include "runtime/dtype.h"
 
 #include <array>
@@ -13,26 +15,26 @@ namespace {
 constexpr std::array<DTypeTraits, 35> kTypes = {{
     {DType::F32, "f32", 0, 1, 4, false},
     {DType::F16, "f16", 1, 1, 2, false},
-    {DType::Q4_0, "q4_0", 2, 32, 2 + 16, true},             // d, 32 nibbles
-    {DType::Q4_1, "q4_1", 3, 32, 2 + 2 + 16, true},         // d, m, 32 nibbles
-    {DType::Q5_0, "q5_0", 6, 32, 2 + 4 + 16, true},         // d, 32 high bits, 32 nibbles
-    {DType::Q5_1, "q5_1", 7, 32, 2 + 2 + 4 + 16, true},     // d, m, high bits, nibbles
-    {DType::Q8_0, "q8_0", 8, 32, 2 + 32, true},             // d, 32 int8
-    {DType::Q8_1, "q8_1", 9, 32, 2 + 2 + 32, true},         // d, d * sum, 32 int8
-    {DType::Q2_K, "q2_k", 10, 256, 16 + 64 + 2 + 2, true},  // scales/mins, 2-bit quants, d, dmin
-    {DType::Q3_K, "q3_k", 11, 256, 32 + 64 + 12 + 2, true}, // high bits, 2-bit quants, scales, d
-    {DType::Q4_K, "q4_k", 12, 256, 2 + 2 + 12 + 128, true}, // d, dmin, 6-bit scales/mins, nibbles
-    {DType::Q5_K, "q5_k", 13, 256, 2 + 2 + 12 + 32 + 128, true},
-    {DType::Q6_K, "q6_k", 14, 256, 128 + 64 + 16 + 2, true},  // low nibbles, high 2 bits, int8 scales, d
+    {DType::Q4_0, "q4_0", 2, 32, 2 + 16, true, {1, {0, 0}}},             // d, 32 nibbles
+    {DType::Q4_1, "q4_1", 3, 32, 2 + 2 + 16, true, {2, {0, 2}}},         // d, m, 32 nibbles
+    {DType::Q5_0, "q5_0", 6, 32, 2 + 4 + 16, true, {1, {0, 0}}},         // d, 32 high bits, 32 nibbles
+    {DType::Q5_1, "q5_1", 7, 32, 2 + 2 + 4 + 16, true, {2, {0, 2}}},     // d, m, high bits, nibbles
+    {DType::Q8_0, "q8_0", 8, 32, 2 + 32, true, {1, {0, 0}}},             // d, 32 int8
+    {DType::Q8_1, "q8_1", 9, 32, 2 + 2 + 32, true, {2, {0, 2}}},         // d, d * sum, 32 int8
+    {DType::Q2_K, "q2_k", 10, 256, 16 + 64 + 2 + 2, true, {2, {80, 82}}},  // scales/mins, 2-bit quants, d, dmin
+    {DType::Q3_K, "q3_k", 11, 256, 32 + 64 + 12 + 2, true, {1, {108, 0}}}, // high bits, 2-bit quants, scales, d
+    {DType::Q4_K, "q4_k", 12, 256, 2 + 2 + 12 + 128, true, {2, {0, 2}}}, // d, dmin, 6-bit scales/mins, nibbles
+    {DType::Q5_K, "q5_k", 13, 256, 2 + 2 + 12 + 32 + 128, true, {2, {0, 2}}},
+    {DType::Q6_K, "q6_k", 14, 256, 128 + 64 + 16 + 2, true, {1, {208, 0}}},  // low nibbles, high 2 bits, int8 scales, d
     {DType::Q8_K, "q8_k", 15, 256, 4 + 256 + 32, true},       // float d, 256 int8, 16 int16 sums
-    {DType::IQ2_XXS, "iq2_xxs", 16, 256, 2 + 64, true},
-    {DType::IQ2_XS, "iq2_xs", 17, 256, 2 + 64 + 8, true},
-    {DType::IQ3_XXS, "iq3_xxs", 18, 256, 2 + 96, true},
-    {DType::IQ1_S, "iq1_s", 19, 256, 2 + 32 + 16, true},
-    {DType::IQ4_NL, "iq4_nl", 20, 32, 2 + 16, true},
-    {DType::IQ3_S, "iq3_s", 21, 256, 2 + 64 + 8 + 32 + 4, true},
-    {DType::IQ2_S, "iq2_s", 22, 256, 2 + 64 + 8 + 8, true},
-    {DType::IQ4_XS, "iq4_xs", 23, 256, 2 + 2 + 4 + 128, true},  // d, high scale bits, low scale bits, nibbles
+    {DType::IQ2_XXS, "iq2_xxs", 16, 256, 2 + 64, true, {1, {0, 0}}},
+    {DType::IQ2_XS, "iq2_xs", 17, 256, 2 + 64 + 8, true, {1, {0, 0}}},
+    {DType::IQ3_XXS, "iq3_xxs", 18, 256, 2 + 96, true, {1, {0, 0}}},
+    {DType::IQ1_S, "iq1_s", 19, 256, 2 + 32 + 16, true, {1, {0, 0}}},
+    {DType::IQ4_NL, "iq4_nl", 20, 32, 2 + 16, true, {1, {0, 0}}},
+    {DType::IQ3_S, "iq3_s", 21, 256, 2 + 64 + 8 + 32 + 4, true, {1, {0, 0}}},
+    {DType::IQ2_S, "iq2_s", 22, 256, 2 + 64 + 8 + 8, true, {1, {0, 0}}},
+    {DType::IQ4_XS, "iq4_xs", 23, 256, 2 + 2 + 4 + 128, true, {1, {0, 0}}},  // d, high scale bits, low scale bits, nibbles
     {DType::I8, "i8", 24, 1, 1, false},
     {DType::I16, "i16", 25, 1, 2, false},
     {DType::I32, "i32", 26, 1, 4, false},
@@ -40,12 +42,12 @@ constexpr std::array<DTypeTraits, 35> kTypes = {{
     {DType::F64, "f64", 28, 1, 8, false},
     {DType::IQ1_M, "iq1_m", 29, 256, 32 + 16 + 8, true},
     {DType::BF16, "bf16", 30, 1, 2, false},
-    {DType::TQ1_0, "tq1_0", 34, 256, 48 + 4 + 2, true},
-    {DType::TQ2_0, "tq2_0", 35, 256, 64 + 2, true},
+    {DType::TQ1_0, "tq1_0", 34, 256, 48 + 4 + 2, true, {1, {52, 0}}},
+    {DType::TQ2_0, "tq2_0", 35, 256, 64 + 2, true, {1, {64, 0}}},
     {DType::MXFP4, "mxfp4", 39, 32, 1 + 16, true},  // e8m0 exponent, 32 e2m1 nibbles
     {DType::NVFP4, "nvfp4", 40, 64, 4 + 32, true},  // 4 e4m3 scales, 64 e2m1 nibbles
-    {DType::Q1_0, "q1_0", 41, 128, 2 + 16, true},   // d, 128 sign bits
-    {DType::Q2_0, "q2_0", 42, 64, 2 + 16, true},    // d, 64 2-bit quants
+    {DType::Q1_0, "q1_0", 41, 128, 2 + 16, true, {1, {0, 0}}},   // d, 128 sign bits
+    {DType::Q2_0, "q2_0", 42, 64, 2 + 16, true, {1, {0, 0}}},    // d, 64 2-bit quants
 }};
 
 // The DType's value indexes this: position in kTypes, or -1 for ids that are no type.
@@ -61,6 +63,13 @@ static_assert([] {
         if (uint32_t(t.type) != t.ggml_type) return false;
     return true;
 }(), "a DType's value must be its ggml type id");
+
+static_assert([] {
+    for (const DTypeTraits& t : kTypes)
+        for (int s = 0; s < t.fp16_scales.count; ++s)
+            if (t.fp16_scales.offset[s] + 2 > t.block_bytes) return false;
+    return true;
+}(), "an fp16 scale must lie inside its block");
 
 // ggml's names of every id it has used, so an error can name a removed type too.
 constexpr std::array<const char*, 43> kGgmlNames = {

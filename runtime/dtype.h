@@ -56,6 +56,15 @@ enum class DType : uint8_t {
     Q2_0 = 42,
 };
 
+// Where a block type keeps its fp16 scales (ggml-common.h): byte offsets within the block. The quants
+// themselves are integers or table indices, always finite, so these are the values that can be NaN or
+// Inf. Types whose scales are not fp16 (Q8_K's float d, MXFP4's e8m0, NVFP4's e4m3, IQ1_M's scales
+// spread over nibbles) and the plain types list none.
+struct Fp16ScaleOffsets {
+    int count = 0;
+    int offset[2] = {0, 0};
+};
+
 struct DTypeTraits {
     DType type;
     const char* name;     // "f32", "q8_0", "q4_k", ... as the plan dump and the CLI spell it
@@ -63,6 +72,7 @@ struct DTypeTraits {
     int64_t block_size;   // elements per block (1 for plain types)
     int64_t block_bytes;  // bytes per block
     bool quantized;       // a block type (as opposed to a plain number type)
+    Fp16ScaleOffsets fp16_scales{};
 };
 
 // Every known type, in ggml id order.

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include "runtime/checked_math.h"
+
 namespace graphrun {
 
 Executor::Executor(int n_threads)
@@ -31,7 +33,7 @@ void Executor::run_phase(int step, int phase, KernelFn fn, const KernelArgs& arg
     // unit is uniform and the fewer hand-offs the better for a memory-bound matmul. The range is one of
     // grain-sized chunks, so every cut falls on a multiple of the grain: a kernel that groups units
     // (a matmul's four-row tiles) then groups the same units for every thread count.
-    const int64_t chunks = (items + grain - 1) / grain;
+    const int64_t chunks = ceil_div(items, grain);
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, chunks, 1),
         [&](const tbb::blocked_range<int64_t>& r) { run_range(r.begin() * grain, std::min(items, r.end() * grain)); },

@@ -53,52 +53,6 @@ std::optional<NonFiniteValue> scan_f16(const uint8_t* p, int64_t count, int64_t 
     return std::nullopt;
 }
 
-
-// Where a block type keeps its fp16 scales (ggml-common.h): byte offsets within the block. The quants
-// themselves are integers or table indices, always finite. Types whose scales are not fp16 (Q8_K's
-// float d, MXFP4's e8m0, NVFP4's e4m3, IQ1_M's scales spread over nibbles) have no rule here.
-struct ScaleOffsets {
-    int count = 0;
-    int offset[2] = {0, 0};
-};
-
-ScaleOffsets fp16_scales_of(DType type) {
-    switch (type) {
-        case DType::Q4_0:
-        case DType::Q5_0:
-        case DType::Q8_0:
-        case DType::IQ4_NL:
-        case DType::IQ4_XS:
-        case DType::IQ2_XXS:
-        case DType::IQ2_XS:
-        case DType::IQ2_S:
-        case DType::IQ3_XXS:
-        case DType::IQ3_S:
-        case DType::IQ1_S:
-        case DType::Q1_0:
-        case DType::Q2_0:
-            return {1, {0, 0}};  // d first
-        case DType::Q4_1:
-        case DType::Q5_1:
-        case DType::Q8_1:
-        case DType::Q4_K:
-        case DType::Q5_K:
-            return {2, {0, 2}};  // d, then m / s / dmin
-        case DType::Q2_K:
-            return {2, {80, 82}};  // after 16 scale bytes and 64 quant bytes
-        case DType::Q3_K:
-            return {1, {108, 0}};
-        case DType::Q6_K:
-            return {1, {208, 0}};
-        case DType::TQ1_0:
-            return {1, {52, 0}};
-        case DType::TQ2_0:
-            return {1, {64, 0}};
-        default:
-            return {};
-    }
-}
-
 }  // namespace
 
 std::optional<NonFiniteValue> find_non_finite(DType type, const void* data, int64_t n_elements) {
@@ -106,7 +60,7 @@ std::optional<NonFiniteValue> find_non_finite(DType type, const void* data, int6
     const DTypeTraits& t = dtype_traits(type);
     if (type == DType::F32) return scan_f32(p, n_elements);
     if (type == DType::F16) return scan_f16(p, n_elements, 2, 1);
-    const ScaleOffsets scales = fp16_scales_of(type);
+    const Fp16ScaleOffsets& scales = t.fp16_scales;  // the values of a block type that can be NaN / Inf
     std::optional<NonFiniteValue> first;
     for (int s = 0; s < scales.count; ++s) {
         const auto hit = scan_f16(p + scales.offset[s], n_elements / t.block_size, t.block_bytes, t.block_size);

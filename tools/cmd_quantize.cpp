@@ -43,16 +43,10 @@ std::optional<DType> parse_tensor_type(std::string name, const char* option) {
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
     const std::optional<DType> type = dtype_from_name(name);
-    const ops::QuantTraits* traits = type ? ops::quant_traits(*type) : nullptr;
-    if (!traits || !traits->quantize_row ||
-        (traits->vec_dot == nullptr && *type != DType::F32 && *type != DType::F16)) {
-        std::string names = "f32, f16";
-        for (const DTypeTraits& t : dtype_table())
-            if (const ops::QuantTraits* tr = ops::quant_traits(t.type); tr && tr->vec_dot)
-                names += std::string(", ") + t.name;
+    const std::span<const DType> writes = ops::runnable_weight_types();
+    if (!type || std::find(writes.begin(), writes.end(), *type) == writes.end())
         throw std::runtime_error(std::string("quantize: ") + option + " '" + name +
-                                 "' is not a type graphrun writes (" + names + ")");
-    }
+                                 "' is not a type graphrun writes (" + ops::runnable_weight_type_names() + ")");
     return type;
 }
 

@@ -5,6 +5,8 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -51,6 +53,8 @@ struct TypeRow {
     const char* matmul_kernel = nullptr;
     PerLevel<VecDot4Fn> vec_dot4{};
     PerLevel<GemmFn> gemm{};  // the AVX-512 level runs the AVX2 GEMM until it has one of its own
+    int min_offset = -1;
+    std::optional<DType> short_row_fallback{};  // none: the type itself
 };
 
 // Weights are quantized with ggml's reference rounding at every level (a file must not depend on the
@@ -81,7 +85,8 @@ const TypeRow kRows[] = {
      .quantize = {quantize_as<block_q4_1, quantize_row_q4_1_ref>},
      .dequantize = {dequantize_as<block_q4_1, dequantize_row_q4_1>},
      .vec_dot = {scalar::vec_dot_q4_1_q8_1, avx2::vec_dot_q4_1_q8_1},
-     .matmul_kernel = "matmul_q4_1"},
+     .matmul_kernel = "matmul_q4_1",
+     .min_offset = 2},  // { fp16 d; fp16 m; ... }
     {.type = DType::Q5_0,
      .vec_dot_type = DType::Q8_0,
      .quantize = {quantize_as<block_q5_0, quantize_row_q5_0_ref>},
@@ -93,7 +98,8 @@ const TypeRow kRows[] = {
      .quantize = {quantize_as<block_q5_1, quantize_row_q5_1_ref>},
      .dequantize = {dequantize_as<block_q5_1, dequantize_row_q5_1>},
      .vec_dot = {scalar::vec_dot_q5_1_q8_1, avx2::vec_dot_q5_1_q8_1},
-     .matmul_kernel = "matmul_q5_1"},
+     .matmul_kernel = "matmul_q5_1",
+     .min_offset = 2},  // { fp16 d; fp16 m; ... }
     {.type = DType::Q8_1,  // activations of Q4_1 / Q5_1
      .vec_dot_type = DType::Q8_1,
      .quantize = {quantize_as<block_q8_1, quantize_row_q8_1_ref>},
@@ -103,19 +109,22 @@ const TypeRow kRows[] = {
      .quantize = {quantize_as<block_q4_K, quantize_row_q4_k_ref>},
      .dequantize = {dequantize_as<block_q4_K, dequantize_row_q4_k>},
      .vec_dot = {scalar::vec_dot_q4_k_q8_k, avx2::vec_dot_q4_k_q8_k},
-     .matmul_kernel = "matmul_q4_k"},
+     .matmul_kernel = "matmul_q4_k",
+     .short_row_fallback = DType::Q5_0},
     {.type = DType::Q5_K,
      .vec_dot_type = DType::Q8_K,
      .quantize = {quantize_as<block_q5_K, quantize_row_q5_k_ref>},
      .dequantize = {dequantize_as<block_q5_K, dequantize_row_q5_k>},
      .vec_dot = {scalar::vec_dot_q5_k_q8_k, avx2::vec_dot_q5_k_q8_k},
-     .matmul_kernel = "matmul_q5_k"},
+     .matmul_kernel = "matmul_q5_k",
+     .short_row_fallback = DType::Q5_1},
     {.type = DType::Q6_K,
      .vec_dot_type = DType::Q8_K,
      .quantize = {quantize_as<block_q6_K, quantize_row_q6_k_ref>},
      .dequantize = {dequantize_as<block_q6_K, dequantize_row_q6_k>},
      .vec_dot = {scalar::vec_dot_q6_k_q8_k, avx2::vec_dot_q6_k_q8_k},
-     .matmul_kernel = "matmul_q6_k"},
+     .matmul_kernel = "matmul_q6_k",
+     .short_row_fallback = DType::Q8_0},
     {.type = DType::Q8_K,  // activations of the super-block types
      .vec_dot_type = DType::Q8_K,
      .quantize = {quantize_as<block_q8_K, quantize_row_q8_k_ref>},
@@ -131,7 +140,8 @@ const TypeRow kRows[] = {
      .quantize = {quantize_as<block_iq4_xs, quantize_row_iq4_xs_ref>},
      .dequantize = {dequantize_as<block_iq4_xs, dequantize_row_iq4_xs>},
      .vec_dot = {scalar::vec_dot_iq4_xs_q8_k, avx2::vec_dot_iq4_xs_q8_k},
-     .matmul_kernel = "matmul_iq4_xs"},
+     .matmul_kernel = "matmul_iq4_xs",
+     .short_row_fallback = DType::IQ4_NL},
 };
 
 // Indexed by the DType's value (its ggml id): the traits of one level, nullptr where a type has none.
@@ -150,7 +160,9 @@ struct Table {
                        r.matmul_kernel,
                        r.vec_dot4.at(level),
                        r.gemm.at(level),
-                       nullptr};
+                       nullptr,
+                       r.min_offset,
+                       r.short_row_fallback.value_or(r.type)};
             by_type[size_t(r.type)] = &rows[i];
         }
     }
@@ -166,6 +178,27 @@ const QuantTraits* quant_traits_at(DType type, SimdLevel level) {
 
 const QuantTraits* quant_traits(DType type) {
     return quant_traits_at(type, active_simd_level());
+}
+
+std::span<const DType> runnable_weight_types() {
+    static const std::vector<DType> types = [] {
+        std::vector<DType> out = {DType::F32, DType::F16};
+        for (const DTypeTraits& t : dtype_table())
+            if (const QuantTraits* tr = quant_traits_at(t.type, SimdLevel::Scalar); tr && tr->vec_dot && tr->matmul_kernel)
+                out.push_back(t.type);
+        return out;
+    }();
+    return types;
+}
+
+std::span<const DType> runnable_quantized_weight_types() {
+    return runnable_weight_types().subspan(2);
+}
+
+std::string runnable_weight_type_names() {
+    std::string names;
+    for (DType type : runnable_weight_types()) names += (names.empty() ? "" : ", ") + std::string(dtype_name(type));
+    return names;
 }
 
 void dequantize_row(DType type, const void* row, float* y, int64_t n) {

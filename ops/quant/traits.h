@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
 
 #include "ops/quant/blocks.h"
 #include "runtime/dtype.h"
@@ -54,12 +56,27 @@ struct QuantTraits {
         vec_dot4;     // four rows at once (AVX-512 Q8_0 / Q4_0); used for rows in whole aligned groups of 4
     GemmFn gemm;      // every call when set (any n_tokens); must give vec_dot's bits for every output
     RepackFn repack;  // weights re-laid at load for gemm
+    // Byte offset in a weight block of the fp16 min m whose term the kernels take as m * the Q8_1
+    // activation block's stored sum, as ggml does (Q4_1, Q5_1: 2); -1 for types without (the
+    // K-quants' dmin is folded in from Q8_K's exact integer sums). matmul_quant_reference follows it.
+    int min_offset;
+    // What llama-quantize writes instead when a tensor's rows are not whole blocks of this type
+    // (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL); the type itself where it has none.
+    DType short_row_fallback;
 };
 
 // The traits of `type` at this process's level (ops/cpu.h: active_simd_level), or nullptr for a type
 // graphrun has no kernels for
 // (I32, the i-quants other than IQ4_XS, ...). F32 and F16 have rows (conversions, no vec_dot).
 const QuantTraits* quant_traits(DType type);
+
+// The weight types a matmul runs, once for every caller: f32, f16 (matmul_f32), then each quantized
+// type whose traits have a vec_dot and name its matmul row, in ggml id order.
+std::span<const DType> runnable_weight_types();
+// The quantized ones alone: runnable_weight_types() without f32 and f16.
+std::span<const DType> runnable_quantized_weight_types();
+// "f32, f16, q8_0, q4_0, ...": runnable_weight_types() for messages that say what does run.
+std::string runnable_weight_type_names();
 
 // Convenience for embedding lookups and tests: row of n elements of `type` -> float.
 // Throws std::invalid_argument for a type without a dequantize_row.

@@ -21,14 +21,6 @@ namespace graphrun::graph {
 
 namespace {
 
-constexpr char kMagic[8] = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
-
-// u16 per scored position in a base file: scale and min log-prob (two floats), the vocabulary
-// padded to an even count.
-int64_t codes_per_position(int64_t n_vocab) {
-    return 2 * ((n_vocab + 1) / 2) + 4;
-}
-
 int nearest_int(float v) {
     const float shifted = v + 12582912.0f;
     int32_t bits;
@@ -67,7 +59,7 @@ double nll_and_codes(const float* logits, int64_t n_vocab, int32_t tok, uint16_t
     std::memcpy(codes, &scale, sizeof scale);
     std::memcpy(codes + 2, &min_log_prob, sizeof min_log_prob);
     uint16_t* q = codes + 4;
-    std::memset(q, 0, size_t(codes_per_position(n_vocab) - 4) * sizeof(uint16_t));
+    std::memset(q, 0, size_t(kld_codes_per_position(n_vocab) - 4) * sizeof(uint16_t));
     if (scale != 0) {
         const float inv_scale = 1 / scale;
         for (int64_t i = 0; i < n_vocab; ++i)
@@ -190,7 +182,7 @@ PerplexityRun perplexity(std::shared_ptr<const Model> model, const std::vector<i
     if (options.max_chunks >= 0) run.n_chunks = std::min(run.n_chunks, options.max_chunks);
     ChunkRunner runner(model, n_ctx, options.n_threads);
     const int64_t n_vocab = runner.n_vocab(), first = n_ctx / 2, scored = n_ctx - 1 - first;
-    const int64_t nv = codes_per_position(n_vocab);
+    const int64_t nv = kld_codes_per_position(n_vocab);
 
     std::unique_ptr<OutputFile> base;
     std::vector<uint16_t> codes;
@@ -200,12 +192,9 @@ PerplexityRun perplexity(std::shared_ptr<const Model> model, const std::vector<i
         } catch (const OutputError& e) {
             throw PerplexityError(std::string("perplexity: --kl-divergence-base: ") + e.what());
         }
-        const uint32_t header_ctx = uint32_t(n_ctx);
-        const int32_t header_vocab = int32_t(n_vocab), header_chunks = int32_t(run.n_chunks);
-        base->write(kMagic, sizeof kMagic);
-        base->write(&header_ctx, 4);
-        base->write(&header_vocab, 4);
-        base->write(&header_chunks, 4);
+        KldFileHeader header{{}, uint32_t(n_ctx), int32_t(n_vocab), int32_t(run.n_chunks)};
+        std::memcpy(header.magic, kKldMagic, sizeof header.magic);
+        base->write(&header, sizeof header);
         base->write(tokens.data(), size_t(run.n_chunks * n_ctx) * sizeof(int32_t));
         codes.resize(size_t(scored * nv));
     }
@@ -251,37 +240,37 @@ PerplexityError base_file_error(const std::string& path, const std::string& what
 }
 
 BaseHeader read_base_header(std::ifstream& in, const std::string& path) {
-    char magic[8];
-    uint32_t n_ctx_u = 0;
-    BaseHeader h;
-    if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0)
+    KldFileHeader header{};
+    constexpr size_t kFieldsAt = offsetof(KldFileHeader, n_ctx);
+    if (!in.read(header.magic, kFieldsAt) || std::memcmp(header.magic, kKldMagic, kFieldsAt) != 0)
         throw base_file_error(path, "not a log-probability file (it does not start with \"_logits_\")");
-    if (!in.read(reinterpret_cast<char*>(&n_ctx_u), 4) || !in.read(reinterpret_cast<char*>(&h.n_vocab), 4) ||
-        !in.read(reinterpret_cast<char*>(&h.n_chunks), 4))
-        throw base_file_error(path, "truncated header (n_ctx, n_vocab, n_chunk at bytes 8..19)");
-    h.n_ctx = int64_t(n_ctx_u);
+    if (!in.read(reinterpret_cast<char*>(&header) + kFieldsAt, sizeof header - kFieldsAt))
+        throw base_file_error(path, "truncated header (n_ctx, n_vocab, n_chunk at bytes " +
+                                        std::to_string(kFieldsAt) + ".." + std::to_string(sizeof header - 1) + ")");
+    BaseHeader h;
+    h.n_ctx = int64_t(header.n_ctx);
+    h.n_vocab = header.n_vocab;
+    h.n_chunks = header.n_chunks;
     check_chunk_length(h.n_ctx);
     if (h.n_chunks < 1)
-        throw base_file_error(
-            path, "n_chunk is " + std::to_string(h.n_chunks) + " at byte 16, expected at least 1");
+        throw base_file_error(path, "n_chunk is " + std::to_string(h.n_chunks) + " at byte " +
+                                        std::to_string(offsetof(KldFileHeader, n_chunks)) + ", expected at least 1");
     return h;
 }
 
 // The base file's tokens, once its size is the one the header implies (checked before anything
 // large is allocated) and every token is inside the vocabulary.
-std::vector<int32_t> read_base_tokens(std::ifstream& in, const std::string& path, const BaseHeader& h,
-                                      int64_t scored, int64_t nv) {
+std::vector<int32_t> read_base_tokens(std::ifstream& in, const std::string& path, const BaseHeader& h) {
     const int64_t n_ctx = h.n_ctx, n_chunks = h.n_chunks, n_vocab = h.n_vocab;
     in.seekg(0, std::ios::end);
     const uint64_t file_size = uint64_t(in.tellg());
-    const uint64_t want = 20 + uint64_t(n_chunks) * uint64_t(n_ctx) * 4 +
-                          uint64_t(n_chunks) * uint64_t(scored) * uint64_t(nv) * 2;
+    const uint64_t want = kld_file_bytes(n_ctx, n_vocab, n_chunks);
     if (file_size != want)
         throw base_file_error(path, std::to_string(file_size) + " bytes, but its header (n_ctx " +
                                         std::to_string(n_ctx) + ", n_vocab " + std::to_string(n_vocab) +
                                         ", " + std::to_string(n_chunks) + " chunks) says " +
                                         std::to_string(want));
-    in.seekg(20);
+    in.seekg(sizeof(KldFileHeader));
     std::vector<int32_t> tokens(size_t(n_chunks) * size_t(n_ctx));
     in.read(reinterpret_cast<char*>(tokens.data()), std::streamsize(tokens.size() * 4));
     for (size_t i = 0; i < tokens.size(); ++i)
@@ -378,8 +367,8 @@ KlDivergence kl_divergence(std::shared_ptr<const Model> model, const std::string
     if (header.n_vocab != n_vocab)
         throw base_file_error(base_path, "saved with a vocabulary of " + std::to_string(header.n_vocab) +
                                              " tokens, the model has " + std::to_string(n_vocab));
-    const int64_t first = n_ctx / 2, scored = n_ctx - 1 - first, nv = codes_per_position(n_vocab);
-    const std::vector<int32_t> tokens = read_base_tokens(in, base_path, header, scored, nv);
+    const int64_t first = n_ctx / 2, scored = n_ctx - 1 - first, nv = kld_codes_per_position(n_vocab);
+    const std::vector<int32_t> tokens = read_base_tokens(in, base_path, header);
 
     int64_t chunks = header.n_chunks;
     if (options.max_chunks >= 0) chunks = std::min(chunks, options.max_chunks);

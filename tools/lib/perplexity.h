@@ -17,8 +17,10 @@
 // other's: "_logits_", u32 n_ctx, i32 n_vocab, i32 n_chunk, i32 tokens[n_chunk * n_ctx], then for
 // every scored position nv = 2 * ceil(n_vocab / 2) + 4 u16: a float scale and a float min log-prob
 // (4 u16), then each token's log-prob as round((logit - min) / scale) over the top 16 nats.
+// KldFileHeader and the kld_* functions below are that layout, for the writer and the reader alike.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,6 +59,29 @@ using ChunkProgress = std::function<void(int64_t done, int64_t total, double ppl
 // be written.
 PerplexityRun perplexity(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
                          const PerplexityOptions& options, const ChunkProgress& progress = {});
+
+// The base file's first bytes; no padding, so the struct is the 20 bytes as stored.
+struct KldFileHeader {
+    char magic[8];  // kKldMagic
+    uint32_t n_ctx;
+    int32_t n_vocab;
+    int32_t n_chunks;  // then i32 tokens[n_chunks * n_ctx], then the codes
+};
+static_assert(sizeof(KldFileHeader) == 20 && offsetof(KldFileHeader, n_ctx) == 8 &&
+              offsetof(KldFileHeader, n_chunks) == 16);
+inline constexpr char kKldMagic[8] = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
+
+// u16 per scored position in a base file: scale and min log-prob (two floats), the vocabulary
+// padded to an even count.
+constexpr int64_t kld_codes_per_position(int64_t n_vocab) {
+    return 2 * ((n_vocab + 1) / 2) + 4;
+}
+// A whole base file's bytes: the header, the tokens, the codes of every chunk's scored positions.
+constexpr uint64_t kld_file_bytes(int64_t n_ctx, int64_t n_vocab, int64_t n_chunks) {
+    const int64_t scored = n_ctx - 1 - n_ctx / 2;
+    return sizeof(KldFileHeader) + uint64_t(n_chunks) * uint64_t(n_ctx) * 4 +
+           uint64_t(n_chunks) * uint64_t(scored) * uint64_t(kld_codes_per_position(n_vocab)) * 2;
+}
 
 // The figures llama-perplexity --kl-divergence prints.
 struct KlDivergence {

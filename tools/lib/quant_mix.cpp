@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "ops/quant/traits.h"
+
 namespace graphrun::graph {
 
 namespace {
@@ -189,24 +191,10 @@ TensorChoice TensorTypeChooser::choose_matrix(const GgufTensor& t) const {
     if (nx % block != 0) {
         const std::string rows = "rows of " + std::to_string(nx) + " elements are not a multiple of the " +
                                  dtype_name(c.type) + " block size " + std::to_string(block);
-        DType fallback;
-        switch (c.type) {
-            case DType::Q4_K:
-                fallback = DType::Q5_0;
-                break;
-            case DType::Q5_K:
-                fallback = DType::Q5_1;
-                break;
-            case DType::Q6_K:
-                fallback = DType::Q8_0;
-                break;
-            case DType::IQ4_XS:
-                fallback = DType::IQ4_NL;
-                break;
-            default:
-                // llama.cpp has no fallback for the 32-blocks and refuses the model; graphrun keeps it.
-                return {true, t.type, rows, true};
-        }
+        // llama.cpp has no fallback for the 32-blocks and refuses the model; graphrun keeps it.
+        const ops::QuantTraits* traits = ops::quant_traits(c.type);
+        DType fallback = traits ? traits->short_row_fallback : c.type;
+        if (fallback == c.type) return {true, t.type, rows, true};
         if (nx % dtype_traits(fallback).block_size != 0) fallback = DType::F16;
         c.type = fallback;
         c.why = rows + ": " + dtype_name(fallback) + " instead";
