@@ -32,7 +32,9 @@ fi
 
 bash "$root/tools/install-deps.sh" --fuzz
 export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-$(command -v ccache || true)}"
-cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHRUN_FUZZ=ON \
+# RelWithDebInfo with line tables only (-g1): reports name file and line, at a lighter build than -g.
+cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DGRAPHRUN_FUZZ=ON \
   -DGRAPHRUN_BUILD_TESTS=OFF >/dev/null
 binaries=()
 for t in "${selected[@]}"; do binaries+=("$(binary "$t")"); done
