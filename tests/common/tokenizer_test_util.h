@@ -4,9 +4,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -109,5 +114,51 @@ struct BpeVocab {
         return -1;
     }
 };
+
+// llama.cpp's tokenizer test vectors (../shared/testdata/tokenizer/), for the tokenizer tests and
+// their llama.cpp comparison.
+inline std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct VectorCase {
+    std::string text;
+    std::vector<int32_t> ids;
+};
+
+// llama.cpp's test-tokenizer-0 format: inputs separated by "\n__ggml_vocab_test__\n" (so an
+// input loses the newline before its separator), one line of space-separated ids per input.
+inline std::vector<VectorCase> read_vectors(const std::string& vocab_path) {
+    const std::string inp = read_file(vocab_path + ".inp");
+    const std::string sep = "\n__ggml_vocab_test__\n";
+    std::vector<std::string> inputs;
+    for (size_t pos = 0; pos < inp.size();) {
+        const size_t next = inp.find(sep, pos);
+        if (next == std::string::npos) {
+            inputs.push_back(inp.substr(pos));
+            break;
+        }
+        inputs.push_back(inp.substr(pos, next - pos));
+        pos = next + sep.size();
+    }
+    std::vector<std::vector<int32_t>> outputs;
+    std::istringstream out(read_file(vocab_path + ".out"));
+    for (std::string line; std::getline(out, line);) {
+        std::istringstream ids(line);
+        outputs.emplace_back();
+        for (int32_t id; ids >> id;) outputs.back().push_back(id);
+    }
+    EXPECT_EQ(inputs.size(), outputs.size()) << "inputs and expected-id lines must pair up";
+    std::vector<VectorCase> cases;
+    for (size_t i = 0; i < std::min(inputs.size(), outputs.size()); ++i)
+        cases.push_back({inputs[i], outputs[i]});
+    return cases;
+}
+
+inline std::shared_ptr<const GgufFile> open_or_null(const std::string& path) {
+    if (!std::filesystem::exists(path)) return nullptr;
+    return GgufFile::open(path);
+}
 
 }  // namespace graphrun::tokenizer_test

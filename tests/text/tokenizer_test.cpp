@@ -14,52 +14,11 @@ namespace graphrun {
 namespace {
 
 using tokenizer_test::kShared;
+using tokenizer_test::open_or_null;
+using tokenizer_test::read_vectors;
+using tokenizer_test::VectorCase;
 
 const std::string kLlamaVocab = kShared + "/testdata/tokenizer/ggml-vocab-llama-spm.gguf";
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-struct VectorCase {
-    std::string text;
-    std::vector<int32_t> ids;
-};
-
-// llama.cpp's test-tokenizer-0 format: inputs separated by "\n__ggml_vocab_test__\n" (so an
-// input loses the newline before its separator), one line of space-separated ids per input.
-std::vector<VectorCase> read_vectors(const std::string& vocab_path) {
-    const std::string inp = read_file(vocab_path + ".inp");
-    const std::string sep = "\n__ggml_vocab_test__\n";
-    std::vector<std::string> inputs;
-    for (size_t pos = 0; pos < inp.size();) {
-        const size_t next = inp.find(sep, pos);
-        if (next == std::string::npos) {
-            inputs.push_back(inp.substr(pos));
-            break;
-        }
-        inputs.push_back(inp.substr(pos, next - pos));
-        pos = next + sep.size();
-    }
-    std::vector<std::vector<int32_t>> outputs;
-    std::istringstream out(read_file(vocab_path + ".out"));
-    for (std::string line; std::getline(out, line);) {
-        std::istringstream ids(line);
-        outputs.emplace_back();
-        for (int32_t id; ids >> id;) outputs.back().push_back(id);
-    }
-    EXPECT_EQ(inputs.size(), outputs.size()) << "inputs and expected-id lines must pair up";
-    std::vector<VectorCase> cases;
-    for (size_t i = 0; i < std::min(inputs.size(), outputs.size()); ++i)
-        cases.push_back({inputs[i], outputs[i]});
-    return cases;
-}
-
-std::shared_ptr<const GgufFile> open_or_null(const std::string& path) {
-    if (!std::filesystem::exists(path)) return nullptr;
-    return GgufFile::open(path);
-}
 
 bool valid_utf8(std::string_view s) {
     for (size_t i = 0; i < s.size();) {
