@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/session.h"
+#include "runtime/gguf.h"
 #include "tests/common/test_models.h"
 
 namespace graphrun::testing {
@@ -54,6 +56,31 @@ inline std::vector<float> batch_logits(const std::string& model_path, const std:
     std::span<const float> logits = session.eval(tokens);
     if (n_vocab) *n_vocab = session.n_vocab();
     return {logits.begin(), logits.end()};
+}
+
+// Two metadata values are equal in type and content (arrays element by element).
+inline bool same_value(const GgufValue& a, const GgufValue& b) {
+    if (a.type != b.type) return false;
+    switch (a.type) {
+        case GgufType::STRING:
+            return a.s == b.s;
+        case GgufType::F32:
+        case GgufType::F64:
+            return a.f == b.f;
+        case GgufType::ARRAY:
+            if (a.elem_type != b.elem_type || a.array.size() != b.array.size()) return false;
+            for (size_t k = 0; k < a.array.size(); ++k)
+                if (!same_value(a.array[k], b.array[k])) return false;
+            return true;
+        default:
+            return a.i == b.i && a.u == b.u;
+    }
+}
+
+inline std::map<std::string, const GgufValue*> metadata_map(const GgufFile& f) {
+    std::map<std::string, const GgufValue*> m;
+    for (const auto& [key, value] : f.metadata()) m[key] = &value;
+    return m;
 }
 
 }  // namespace graphrun::testing

@@ -16,32 +16,10 @@
 namespace graphrun {
 namespace {
 
+using testing::metadata_map;
+using testing::same_value;
+
 const std::string kDir = testing::shared_dir() + "/testdata/llamacpp-quantized/";
-
-// Two metadata values are equal in type and content (arrays element by element).
-bool same_value(const GgufValue& a, const GgufValue& b) {
-    if (a.type != b.type) return false;
-    switch (a.type) {
-        case GgufType::STRING:
-            return a.s == b.s;
-        case GgufType::F32:
-        case GgufType::F64:
-            return a.f == b.f;
-        case GgufType::ARRAY:
-            if (a.elem_type != b.elem_type || a.array.size() != b.array.size()) return false;
-            for (size_t k = 0; k < a.array.size(); ++k)
-                if (!same_value(a.array[k], b.array[k])) return false;
-            return true;
-        default:
-            return a.i == b.i && a.u == b.u;
-    }
-}
-
-std::map<std::string, const GgufValue*> metadata_map(const GgufFile& f) {
-    std::map<std::string, const GgufValue*> m;
-    for (const auto& [key, value] : f.metadata()) m[key] = &value;
-    return m;
-}
 
 // The strongest check of the whole file: llama-quantize's own Q8_0 file of the shared rand256 model,
 // reproduced tensor for tensor and key for key.

@@ -25,34 +25,12 @@
 namespace graphrun {
 namespace {
 
+using testing::metadata_map;
+using testing::same_value;
+
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// Two metadata values are equal in type and content (arrays element by element).
-bool same_value(const GgufValue& a, const GgufValue& b) {
-    if (a.type != b.type) return false;
-    switch (a.type) {
-        case GgufType::STRING:
-            return a.s == b.s;
-        case GgufType::F32:
-        case GgufType::F64:
-            return a.f == b.f;
-        case GgufType::ARRAY:
-            if (a.elem_type != b.elem_type || a.array.size() != b.array.size()) return false;
-            for (size_t k = 0; k < a.array.size(); ++k)
-                if (!same_value(a.array[k], b.array[k])) return false;
-            return true;
-        default:
-            return a.i == b.i && a.u == b.u;
-    }
-}
-
-std::map<std::string, const GgufValue*> metadata_map(const GgufFile& f) {
-    std::map<std::string, const GgufValue*> m;
-    for (const auto& [key, value] : f.metadata()) m[key] = &value;
-    return m;
-}
 
 // The odd model: 64 wide, but ffn_down's rows have n_ff = 100 elements, which no block of 32 divides.
 graph::RandomLlamaSpec odd_spec(DType type = DType::F32) {
