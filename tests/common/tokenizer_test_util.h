@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -160,5 +161,21 @@ inline std::shared_ptr<const GgufFile> open_or_null(const std::string& path) {
     if (!std::filesystem::exists(path)) return nullptr;
     return GgufFile::open(path);
 }
+
+// Llama 2's SentencePiece vocabulary with llama.cpp's vectors beside it; skips without ../shared.
+inline const std::string kLlamaVocab = kShared + "/testdata/tokenizer/ggml-vocab-llama-spm.gguf";
+
+class LlamaSpm : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        file_ = open_or_null(kLlamaVocab);
+        if (!file_) GTEST_SKIP() << kLlamaVocab << " is missing (../shared not present)";
+        tok_.emplace(Tokenizer::from_gguf(*file_));
+        cases_ = read_vectors(kLlamaVocab);
+    }
+    std::shared_ptr<const GgufFile> file_;
+    std::optional<Tokenizer> tok_;
+    std::vector<VectorCase> cases_;
+};
 
 }  // namespace graphrun::tokenizer_test

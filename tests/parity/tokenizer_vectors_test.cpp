@@ -16,9 +16,10 @@ namespace {
 using tokenizer_test::kShared;
 using tokenizer_test::open_or_null;
 using tokenizer_test::read_vectors;
+using tokenizer_test::kLlamaVocab;
+using tokenizer_test::LlamaSpm;
 using tokenizer_test::VectorCase;
 
-const std::string kLlamaVocab = kShared + "/testdata/tokenizer/ggml-vocab-llama-spm.gguf";
 const std::string kStories = kShared + "/models/stories260K.gguf";
 
 std::string show(const std::vector<int32_t>& ids) {
@@ -26,19 +27,6 @@ std::string show(const std::vector<int32_t>& ids) {
     for (const int32_t id : ids) s += std::to_string(id) + " ";
     return s;
 }
-
-class LlamaSpm : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        file_ = open_or_null(kLlamaVocab);
-        if (!file_) GTEST_SKIP() << kLlamaVocab << " is missing (../shared not present)";
-        tok_.emplace(Tokenizer::from_gguf(*file_));
-        cases_ = read_vectors(kLlamaVocab);
-    }
-    std::shared_ptr<const GgufFile> file_;
-    std::optional<Tokenizer> tok_;
-    std::vector<VectorCase> cases_;
-};
 
 TEST_F(LlamaSpm, MatchesLlamaCppVectors) {
     // 46 inputs in .inp, 46 lines in .out; llama.cpp's test encodes without BOS, without specials.

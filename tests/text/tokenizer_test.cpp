@@ -16,9 +16,10 @@ namespace {
 using tokenizer_test::kShared;
 using tokenizer_test::open_or_null;
 using tokenizer_test::read_vectors;
+using tokenizer_test::kLlamaVocab;
+using tokenizer_test::LlamaSpm;
 using tokenizer_test::VectorCase;
 
-const std::string kLlamaVocab = kShared + "/testdata/tokenizer/ggml-vocab-llama-spm.gguf";
 
 bool valid_utf8(std::string_view s) {
     for (size_t i = 0; i < s.size();) {
@@ -28,19 +29,6 @@ bool valid_utf8(std::string_view s) {
     }
     return true;
 }
-
-class LlamaSpm : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        file_ = open_or_null(kLlamaVocab);
-        if (!file_) GTEST_SKIP() << kLlamaVocab << " is missing (../shared not present)";
-        tok_.emplace(Tokenizer::from_gguf(*file_));
-        cases_ = read_vectors(kLlamaVocab);
-    }
-    std::shared_ptr<const GgufFile> file_;
-    std::optional<Tokenizer> tok_;
-    std::vector<VectorCase> cases_;
-};
 
 TEST_F(LlamaSpm, MetadataAndSpecialIds) {
     EXPECT_EQ(tok_->n_vocab(), 32000);
