@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <span>
 #include <string>
@@ -52,6 +54,28 @@ inline graph::RandomLlamaSpec spec_of(int64_t embd, int64_t layers, int64_t head
     spec.seed = seed;
     return spec;
 }
+
+// A folder of this test's own, so "no temporary left" can be checked by listing it.
+inline std::filesystem::path fresh_dir(const std::string& name) {
+    const std::filesystem::path dir = testing::test_temp_dir() / name;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+inline std::vector<std::string> names_in(const std::filesystem::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+inline std::string contents(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void write_text(const std::filesystem::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 inline std::string shared_dir() { return std::string(GRAPHRUN_SOURCE_DIR) + "/../shared"; }
 

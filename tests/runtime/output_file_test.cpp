@@ -24,27 +24,10 @@ namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-// A folder of this test's own, so "no temporary left" can be checked by listing it.
-fs::path fresh_dir(const std::string& name) {
-    const fs::path dir = testing::test_temp_dir() / name;
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
-
-std::vector<std::string> names_in(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
-std::string contents(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using testing::contents;
+using testing::fresh_dir;
+using testing::names_in;
+using testing::write_text;
 
 std::string refusal(const std::string& path) {
     try {
