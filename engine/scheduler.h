@@ -181,7 +181,6 @@ class Scheduler {
     std::vector<std::unique_ptr<Running>> running_;
     std::vector<RequestId> cancels_;
     RequestId next_id_ = 1;
-    int64_t reserved_ = 0;    // blocks admitted requests may still take from the pool
     SchedulerMetrics metrics_;
     double occupancy_sum_ = 0;
 

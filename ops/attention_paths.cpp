@@ -100,8 +100,10 @@ GR_AVX2 inline __m256 load_f16x8(const uint16_t* p) {
 GR_AVX2 inline __m256 round_f16x8(__m256 x) {
     return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
 }
+// One float through f16 and back (the vector instructions on lane 0: clang's _cvtss_sh macro is not
+// pedantic-clean C++).
 GR_AVX2 inline float round_f16_one(float x) {
-    return _cvtsh_ss(uint16_t(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)));
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT)));
 }
 
 // Lanes l and l + 8 of a 16-float accumulator are lo[l] and hi[l]; this is _mm512_reduce_add_ps's

@@ -3,6 +3,12 @@
 #
 #   bash tools/fuzz.sh TARGET SECONDS [libFuzzer options...]   one target: gguf, graph, tokenizer, sampler, server
 #   bash tools/fuzz.sh all SECONDS                             every target, as many at once as there are cores
+#   bash tools/fuzz.sh build [CMAKE_TARGET...]                 build the targets and run nothing; named
+#                                                              CMake targets (tests) are built in the same tree
+#
+# The build is clang with ASan + UBSan over the whole tree (GRAPHRUN_FUZZ). CI's sanitizer pass is
+# that same build: tools/test.sh builds its test executables here with `build`, runs them, then the
+# fuzzers, so the library is compiled once for both.
 #
 # The seeds are fuzz/corpus/TARGET (small valid inputs, in the repo); what the fuzzer finds new goes
 # to BUILD/corpus/TARGET, never into the repo. Any crash, sanitizer report, leak, timeout (30 s for
@@ -17,13 +23,24 @@ targets=(gguf graph tokenizer sampler server)
 # A target's libFuzzer binary: TARGET_fuzz, but for the server's request parsing.
 binary() { [[ "$1" == server ]] && echo server_request_fuzz || echo "$1_fuzz"; }
 
-usage() { echo "usage: bash tools/fuzz.sh {$(IFS='|'; echo "${targets[*]}")|all} SECONDS [libFuzzer options]" >&2; exit 2; }
-[[ $# -ge 2 ]] || usage
-which="${1%_fuzz}" seconds="$2"
-[[ "$which" == server_request ]] && which=server
-shift 2
+usage() {
+  echo "usage: bash tools/fuzz.sh {$(IFS='|'; echo "${targets[*]}")|all} SECONDS [libFuzzer options]" >&2
+  echo "       bash tools/fuzz.sh build [CMAKE_TARGET...]" >&2
+  exit 2
+}
+[[ $# -ge 1 ]] || usage
+extra_targets=()
+if [[ "$1" == build ]]; then
+  which=build seconds=0 extra_targets=("${@:2}")
+  set --
+else
+  [[ $# -ge 2 ]] || usage
+  which="${1%_fuzz}" seconds="$2"
+  [[ "$which" == server_request ]] && which=server
+  shift 2
+fi
 [[ "$seconds" =~ ^[0-9]+$ ]] || usage
-if [[ "$which" == all ]]; then
+if [[ "$which" == all || "$which" == build ]]; then
   selected=("${targets[@]}")
 else
   [[ " ${targets[*]} " == *" $which "* ]] || usage
@@ -32,13 +49,21 @@ fi
 
 bash "$root/tools/install-deps.sh" --fuzz
 export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-$(command -v ccache || true)}"
+# The tests are configured in only when asked for (they need GoogleTest); a tree that has them keeps them.
+tests=()
+if (( ${#extra_targets[@]} > 0 )); then
+  tests=(-DGRAPHRUN_BUILD_TESTS=ON)
+elif [[ ! -f "$build/CMakeCache.txt" ]]; then
+  tests=(-DGRAPHRUN_BUILD_TESTS=OFF)
+fi
 # RelWithDebInfo with line tables only (-g1): reports name file and line, at a lighter build than -g.
 cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DGRAPHRUN_FUZZ=ON \
-  -DGRAPHRUN_BUILD_TESTS=OFF >/dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DGRAPHRUN_FUZZ=ON -DGRAPHRUN_WERROR=ON \
+  "${tests[@]}" >/dev/null
 binaries=()
 for t in "${selected[@]}"; do binaries+=("$(binary "$t")"); done
-cmake --build "$build" -j"$(nproc)" --target "${binaries[@]}"
+cmake --build "$build" -j"$(nproc)" --target "${binaries[@]}" "${extra_targets[@]}"
+[[ "$which" == build ]] && exit 0
 
 max_len() {
   case "$1" in

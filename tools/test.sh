@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tools/test.sh — the README's second command (and CI's): install what is missing, set up the llama.cpp
 # reference (node-llama-cpp from npm) and the openai client, build with warnings as errors, run every
-# test; then build the tests again with AddressSanitizer + UndefinedBehaviorSanitizer and run all but
-# the parity and docs labels there; then build the libFuzzer targets with clang and run each for 60 s on its
-# seeds (docs/security.md). The time of each stage is printed at the end, also when a stage fails.
+# test; then build the tests again with clang, AddressSanitizer + UndefinedBehaviorSanitizer, in the tree
+# of the libFuzzer targets, and run all but the parity and docs labels there; then run each fuzz target
+# for 60 s on its seeds (docs/security.md). The time of each stage is printed at the end, also when a stage fails.
 # GRAPHRUN_NO_SANITIZE=1 skips the second pass and GRAPHRUN_NO_FUZZ=1 the third (for a quick local run).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -67,13 +67,11 @@ if [[ "${GRAPHRUN_NO_SANITIZE:-0}" != 1 ]]; then
     fi
   done
   begin "sanitizer build"
-  echo "== ASan + UBSan build: ${targets[*]} =="
+  echo "== ASan + UBSan build (clang, the fuzz targets' tree): ${targets[*]} =="
+  # One clang tree, instrumented for the fuzzers too (tools/fuzz.sh build): the tests below and the
+  # fuzz stage after them run the same compiled library, which is built once.
   asan="$build-asan"
-  # RelWithDebInfo's -O2 with line tables only (-g1): reports still name file and line, and the
-  # compile and link are lighter than with full debug info (-g).
-  cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-    -DGRAPHRUN_WERROR=ON -DGRAPHRUN_SANITIZE=ON >/dev/null
-  cmake --build "$asan" -j"$jobs" --target "${targets[@]}"
+  GRAPHRUN_FUZZ_BUILD_DIR="$asan" bash "$root/tools/fuzz.sh" build "${targets[@]}"
   end
   begin "sanitizer tests"
   echo "== tests again under ASan + UBSan (all but labels parity and docs) =="
@@ -88,7 +86,10 @@ if [[ "${GRAPHRUN_NO_FUZZ:-0}" != 1 ]]; then
   begin fuzz
   echo "== fuzz targets, ${GRAPHRUN_FUZZ_SECONDS:-60} s each under ASan + UBSan =="
   # Any crash, sanitizer report, leak or timeout fails the run (and so CI); tools/fuzz.sh says which input.
-  GRAPHRUN_FUZZ_BUILD_DIR="$build-fuzz" bash "$root/tools/fuzz.sh" all "${GRAPHRUN_FUZZ_SECONDS:-60}"
+  # The tree of the sanitizer pass when it ran (its fuzz targets are built), else a tree of their own.
+  fuzz_build="$build-asan"
+  [[ "${GRAPHRUN_NO_SANITIZE:-0}" == 1 ]] && fuzz_build="$build-fuzz"
+  GRAPHRUN_FUZZ_BUILD_DIR="$fuzz_build" bash "$root/tools/fuzz.sh" all "${GRAPHRUN_FUZZ_SECONDS:-60}"
   end
 else
   skip fuzz
