@@ -12,6 +12,11 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// Forgets the positions of guesses past `held` (none in plain decoding: then nothing is done).
+void drop_guesses(Session& session, int64_t held) {
+    if (session.n_past() > held) session.truncate(held);
+}
 }  // namespace
 
 GenerationStats generate(Session& session, Sampler& sampler, std::span<const int32_t> prompt,
@@ -51,12 +56,12 @@ GenerationStats generate(Session& session, Sampler& sampler, std::span<const int
         const int64_t held = session.n_past() - int64_t(draft.size() - row);
         const bool guessed = row < draft.size() && token == draft[row];
         if (!on_token(token)) {
-            session.truncate(held);
+            drop_guesses(session, held);
             break;
         }
         stats.context_full = held >= session.n_ctx();
         if (stats.generated_tokens == n_predict || stats.context_full) {
-            session.truncate(held);
+            drop_guesses(session, held);
             stats.unevaluated_token = token;
             break;
         }
@@ -67,7 +72,7 @@ GenerationStats generate(Session& session, Sampler& sampler, std::span<const int
             continue;
         }
         if (!draft.empty()) proposer->observe(int64_t(draft.size()), int64_t(row));
-        session.truncate(held);
+        drop_guesses(session, held);
         batch.assign(1, token);
         draft.clear();
         if (proposer) {
@@ -75,8 +80,10 @@ GenerationStats generate(Session& session, Sampler& sampler, std::span<const int
             // after this one (a guess beyond the last of them could never be used).
             int64_t room = std::min(session.n_ctx() - held - 1, session.engine().max_batch() - 1);
             if (n_predict >= 0) room = std::min(room, n_predict - stats.generated_tokens - 1);
-            if (room > 0) proposer->propose(history, room, draft);
-            if (int64_t(draft.size()) > room) draft.resize(size_t(room));
+            if (room > 0) {
+                proposer->propose(history, room, draft);
+                if (int64_t(draft.size()) > room) draft.resize(size_t(room));
+            }
             batch.insert(batch.end(), draft.begin(), draft.end());
             stats.draft_proposed += int64_t(draft.size());
         }
