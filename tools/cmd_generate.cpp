@@ -7,6 +7,8 @@
 //   graphrun -m MODEL.gguf --conversation [--system TEXT]     chat turns in the model's chat template
 //   graphrun -m MODEL.gguf --tokens 1,403,407 -n 16           token ids in, greedy ids out
 //   graphrun -m MODEL.gguf --dump-plan[=json] [--batch N]     the execution plan
+//   graphrun -m MODEL.gguf -p TEXT --spec lookup              speculative decoding, the same tokens
+//                                                             (engine/generate.h), fewer passes
 // stdout carries only the text (or the ids); logs and timings go to stderr, so output can be piped.
 #include <tbb/info.h>
 
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "engine/generate.h"
+#include "engine/prompt_lookup.h"
 #include "graph/limits.h"
 #include "runtime/bounded_read.h"
 #include "runtime/finite_check.h"
@@ -52,7 +55,16 @@ struct GenerateOptions {
     bool temperature_given = false;
     bool profile = false;
     std::string trace_path;
+    std::string spec = "off";  // the proposer: off or lookup
+    graph::PromptLookupOptions lookup;
 };
+
+// The proposer --spec names, or none.
+std::unique_ptr<graph::DraftProposer> make_proposer(const GenerateOptions& opt) {
+    if (opt.spec == "off") return nullptr;
+    if (opt.spec == "lookup") return std::make_unique<graph::PromptLookup>(opt.lookup);
+    throw std::logic_error("--spec " + opt.spec + " passed the option check");
+}
 
 std::vector<int32_t> parse_token_list(const std::string& text) {
     std::vector<int32_t> ids;
@@ -116,7 +128,8 @@ void note_context_full(const graph::Session& session) {
                  (long long)session.n_ctx());
 }
 
-void report(const graph::Session& session, const graph::GenerationStats& s, int64_t weight_bytes) {
+void report(const graph::Session& session, const graph::GenerationStats& s, int64_t weight_bytes,
+            const graph::DraftProposer* proposer) {
     std::fprintf(stderr, "\ngraphrun: prompt %lld tokens in %.1f ms (%.1f tok/s)\n", (long long)s.prompt_tokens,
                  s.prompt_seconds * 1e3, double(s.prompt_tokens) / s.prompt_seconds);
     if (s.decode_steps > 0) {
@@ -127,11 +140,20 @@ void report(const graph::Session& session, const graph::GenerationStats& s, int6
                      (long long)s.generated_tokens, per_token * 1e3, 1.0 / per_token,
                      double(weight_bytes) / per_token / 1e9, session.n_threads());
     }
+    if (proposer) {
+        const double rate = s.draft_proposed > 0 ? double(s.draft_accepted) / double(s.draft_proposed) : 0.0;
+        const double per_pass = s.decode_passes > 0 ? double(s.decode_steps) / double(s.decode_passes) : 0.0;
+        std::fprintf(stderr,
+                     "graphrun: speculative (lookup): %lld tokens proposed, %lld accepted (%.1f%%), "
+                     "%lld passes for %lld tokens: %.2f tokens per pass\n",
+                     (long long)s.draft_proposed, (long long)s.draft_accepted, 100.0 * rate,
+                     (long long)s.decode_passes, (long long)s.decode_steps, per_pass);
+    }
 }
 
 // Token ids in, greedy (unless --temp is given) token ids out, exactly n_predict of them.
 void run_token_mode(graph::Session& session, const GenerateOptions& opt, const std::vector<int32_t>& prompt,
-                    graph::Profiler* profiler) {
+                    graph::Profiler* profiler, graph::DraftProposer* proposer) {
     SamplerParams params = opt.sampling;
     if (!opt.temperature_given) params.temperature = 0.0f;
     Sampler sampler(params, int32_t(session.n_vocab()));
@@ -141,10 +163,10 @@ void run_token_mode(graph::Session& session, const GenerateOptions& opt, const s
         std::fflush(stdout);
         first = false;
         return true;
-    }, profiler);
+    }, profiler, proposer);
     std::printf("\n");
     if (stats.context_full && stats.generated_tokens < opt.n_predict) note_context_full(session);
-    report(session, stats, session.plan(1).weight_bytes);
+    report(session, stats, session.plan(1).weight_bytes, proposer);
 }
 
 // Interactive turns share one KV cache. `kept` is every token of the sequence so far: those in
@@ -228,7 +250,7 @@ bool make_room(graph::Session& session, const GenerateOptions& opt, RawTurns& tu
 // tokens, then says why it stopped when the context filled, and the timings.
 void stream_reply(graph::Session& session, Sampler& sampler, const Tokenizer& tokenizer,
                   const GenerateOptions& opt, const std::vector<int32_t>& ids, RawTurns& turns,
-                  graph::Profiler* profiler) {
+                  graph::Profiler* profiler, graph::DraftProposer* proposer) {
     TokenTextStream stream(tokenizer, opt.special);
     auto stats = graph::generate(
         session, sampler, ids, opt.n_predict,
@@ -239,7 +261,7 @@ void stream_reply(graph::Session& session, Sampler& sampler, const Tokenizer& to
             if (opt.interactive) turns.kept.push_back(token);
             return true;
         },
-        profiler);
+        profiler, proposer);
     std::fputs(stream.flush().c_str(), stdout);
     std::fputs("\n", stdout);
     std::fflush(stdout);
@@ -252,13 +274,13 @@ void stream_reply(graph::Session& session, Sampler& sampler, const Tokenizer& to
     } else if (stats.context_full && stats.generated_tokens != opt.n_predict) {
         note_context_full(session);
     }
-    report(session, stats, session.plan(1).weight_bytes);
+    report(session, stats, session.plan(1).weight_bytes, proposer);
 }
 
 // Text in, streamed text out until an end-of-generation token or n_predict tokens; with -i, a turn
 // per typed line.
 void run_text_mode(graph::Session& session, const GenerateOptions& opt, const std::string& first_prompt,
-                   graph::Profiler* profiler) {
+                   graph::Profiler* profiler, graph::DraftProposer* proposer) {
     const Tokenizer tokenizer = text_tokenizer(session);
     Sampler sampler(opt.sampling, int32_t(session.n_vocab()));
     std::string prompt = first_prompt;
@@ -288,7 +310,7 @@ void run_text_mode(graph::Session& session, const GenerateOptions& opt, const st
         if (!make_room(session, opt, turns, ids)) continue;
         if (!opt.interactive || first_turn) std::fputs(prompt.c_str(), stdout);
         std::fflush(stdout);
-        stream_reply(session, sampler, tokenizer, opt, ids, turns, profiler);
+        stream_reply(session, sampler, tokenizer, opt, ids, turns, profiler, proposer);
         first_turn = false;
         if (!opt.interactive) break;
     }
@@ -308,6 +330,7 @@ void run_generate(GenerateOptions opt) {
     const double load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
     const std::vector<int32_t> prompt_ids = parse_token_list(opt.tokens);
+    const std::unique_ptr<graph::DraftProposer> proposer = make_proposer(opt);
 
     if (!opt.dump_plan.empty()) {
         const int64_t batch = opt.batch > 0 ? opt.batch : std::max<int64_t>(1, int64_t(prompt_ids.size()));
@@ -322,6 +345,7 @@ void run_generate(GenerateOptions opt) {
     if (opt.conversation) {
         if (!prompt_ids.empty()) throw std::runtime_error("--conversation takes text, not --tokens");
         if (opt.interactive) throw std::runtime_error("give either --conversation or -i, not both");
+        if (proposer) throw std::runtime_error("--spec works with -p, -f, --tokens and -i, not --conversation yet");
         session.set_timeline(profiler ? &*profiler : nullptr);  // every turn's runs, as one section
         run_conversation(session,
                          {.system = opt.system,
@@ -334,9 +358,9 @@ void run_generate(GenerateOptions opt) {
         session.set_timeline(nullptr);
     } else if (!prompt_ids.empty()) {
         if (!opt.prompt.empty()) throw std::runtime_error("give either --tokens or a text prompt, not both");
-        run_token_mode(session, opt, prompt_ids, profiler ? &*profiler : nullptr);
+        run_token_mode(session, opt, prompt_ids, profiler ? &*profiler : nullptr, proposer.get());
     } else {
-        run_text_mode(session, opt, opt.prompt, profiler ? &*profiler : nullptr);
+        run_text_mode(session, opt, opt.prompt, profiler ? &*profiler : nullptr, proposer.get());
     }
     if (profiler) {
         std::fputs(profiler->summary().c_str(), stderr);
@@ -394,6 +418,27 @@ void register_generate(CLI::App& app) {
         ->check(CLI::IsMember({"", "text", "json"}));
     app.add_option("--batch", opt->batch, "batch size of the plan --dump-plan prints")
         ->check(whole_number_in(1, graph::kMaxBatch, "the batch ceiling"));
+    app.add_option("--spec", opt->spec,
+                   "speculative decoding, the same tokens as without: off, or lookup (guesses from n-grams "
+                   "of the prompt and output)")
+        ->check(CLI::Validator(
+            [](std::string& name) -> std::string {
+                if (name == "off" || name == "lookup") return "";
+                return "'" + name + "' is not a proposer: give off or lookup" +
+                       (name == "draft" ? " (a draft model is not supported yet)" : "");
+            },
+            "off|lookup"))
+        ->capture_default_str();
+    app.add_option("--draft-max", opt->lookup.draft_max, "--spec: tokens proposed per pass at most")
+        ->check(whole_number_in(1, graph::kMaxDraftTokens))
+        ->capture_default_str();
+    app.add_option("--draft-min", opt->lookup.draft_min,
+                   "--spec: tokens proposed per pass at least (a shorter guess is not made)")
+        ->check(whole_number_in(1, graph::kMaxDraftTokens))
+        ->capture_default_str();
+    app.add_option("--lookup-ngram", opt->lookup.ngram, "--spec lookup: the longest run of last tokens looked up")
+        ->check(whole_number_in(1, graph::kMaxLookupNgram))
+        ->capture_default_str();
     app.add_flag("--profile", opt->profile, "print time per op kind and per graph node (stderr) at the end");
     app.add_option("--trace", opt->trace_path, "write a Chrome/Perfetto trace of every step on every thread (JSON)");
     app.callback([&app, opt] {
@@ -401,6 +446,9 @@ void register_generate(CLI::App& app) {
         GenerateOptions o = *opt;
         if (app.count("--dump-plan") && o.dump_plan.empty()) o.dump_plan = "text";
         o.temperature_given = app.count("--temp") > 0;
+        for (const char* name : {"--draft-max", "--draft-min", "--lookup-ngram"})
+            if (app.count(name) > 0 && o.spec == "off")
+                throw std::runtime_error(std::string(name) + " tunes speculative decoding: give --spec lookup too");
         run_generate(std::move(o));
     });
 }
