@@ -55,7 +55,8 @@ std::vector<int32_t> prompt_ids(const ModelInfo& info, const CompletionRequest& 
         if (r.prompt_ids[i] >= info.n_vocab)
             throw ApiError(400, "invalid_value",
                            "'prompt[" + std::to_string(i) + "]' is token " + std::to_string(r.prompt_ids[i]) +
-                               ", outside the vocabulary of " + std::to_string(info.n_vocab));
+                               ", outside the vocabulary of " + std::to_string(info.n_vocab),
+                           "prompt[" + std::to_string(i) + "]");
     return r.prompt_ids;
 }
 
@@ -68,13 +69,21 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
       jobs_(jobs),
       request_(std::move(request)),
       arrival_(std::chrono::steady_clock::now()) {
+    for (const LogitBias& b : request_.sampling.logit_bias)
+        if (b.token >= info.n_vocab)
+            throw ApiError(400, "invalid_value",
+                           "'logit_bias' names token " + std::to_string(b.token) + ", outside the vocabulary of " +
+                               std::to_string(info.n_vocab),
+                           "logit_bias");
     prompt_ = prompt_ids(info, request_);
     const int64_t n_ctx = backend.n_ctx();
-    if (prompt_.empty()) throw ApiError(400, "invalid_value", "'prompt' is empty");
+    const char* prompt_field = request_.chat ? "messages" : "prompt";
+    if (prompt_.empty()) throw ApiError(400, "invalid_value", "'prompt' is empty", prompt_field);
     if (int64_t(prompt_.size()) >= n_ctx)
         throw ApiError(400, "context_length_exceeded",
                        "the prompt is " + std::to_string(prompt_.size()) + " tokens long; the context holds " +
-                           std::to_string(n_ctx) + " (--ctx-size), with room for at least one generated token");
+                           std::to_string(n_ctx) + " (--ctx-size), with room for at least one generated token",
+                       prompt_field);
 
     const ChatTemplate* chat = request_.chat ? &info.chat_template : nullptr;
     text_.emplace(info.tokenizer, chat, request_.stop);

@@ -114,10 +114,10 @@ void handle_completion(ServerContext& ctx, bool chat, const httplib::Request& re
             answer_whole(ctx, *run, h, res);
     } catch (const ApiError& e) {
         send_error(res, e, ctx.retry_after_seconds);
-    } catch (const TokenizerError& e) {
-        send_error(res, ApiError(400, "invalid_value", e.what()), ctx.retry_after_seconds);
+    } catch (const TokenizerError& e) {  // the text of the prompt or of the messages
+        send_error(res, ApiError(400, "invalid_value", e.what(), chat ? "messages" : "prompt"), ctx.retry_after_seconds);
     } catch (const ChatTemplateError& e) {
-        send_error(res, ApiError(400, "invalid_value", e.what()), ctx.retry_after_seconds);
+        send_error(res, ApiError(400, "invalid_value", e.what(), "messages"), ctx.retry_after_seconds);
     }
 }
 

@@ -10,7 +10,8 @@
 //   POST /v1/completions, /v1/chat/completions   with and without "stream": true (server-sent events)
 //   GET  /v1/models, /health, /metrics (Prometheus text), /plan (the execution plan, text), / (the page)
 //   POST /tokenize, /detokenize                  as llama-server has them
-// Every error is OpenAI's {"error": {"message", "type", "code"}}: malformed JSON and bad fields 400,
+// Every error is OpenAI's {"error": {"message", "type", "param", "code"}}: malformed JSON, bad and
+// unknown fields 400 (param names the field),
 // a missing or wrong API key 401, an unknown route 404, a body over the limit 413, a full queue 503
 // with Retry-After. cpp-httplib (Debian's libcpp-httplib-dev) does the HTTP.
 #pragma once

@@ -2,7 +2,9 @@
 // on loopback, answers held to the library's own generation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -234,14 +236,21 @@ TEST(Server, TokenizeAndDetokenizeAsLlamaServer) {
     post_json(c, "/tokenize", {{"content", 5}}, 400);
 }
 
-// Each bad request gets its 4xx in OpenAI's shape, with a message naming what was wrong.
-void expect_error(const httplib::Result& r, int status, const std::string& code, const std::string& message_part) {
+// Each bad request gets its 4xx in OpenAI's shape, with a message naming what was wrong; `param`
+// is the field it names (null when none is given here).
+void expect_error(const httplib::Result& r, int status, const std::string& code, const std::string& message_part,
+                  const std::string& param = {}) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, status) << r->body;
     const json e = json::parse(r->body);
     ASSERT_TRUE(e.contains("error")) << r->body;
     EXPECT_EQ(e["error"]["code"], code) << r->body;
     EXPECT_TRUE(e["error"]["type"].is_string());
+    EXPECT_TRUE(e["error"].contains("param")) << r->body;
+    if (param.empty())
+        EXPECT_TRUE(e["error"]["param"].is_null()) << r->body;
+    else
+        EXPECT_EQ(e["error"]["param"], param) << r->body;
     EXPECT_NE(e["error"]["message"].get<std::string>().find(message_part), std::string::npos) << r->body;
 }
 
@@ -255,36 +264,91 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
     expect_error(post("/v1/completions", "[1, 2]"), 400, "invalid_json", "must be a JSON object");
     // Was a 500: nlohmann's out_of_range escaped the route (server_request_fuzz).
     expect_error(post("/v1/completions", R"({"prompt": "x", "temperature": 1e400})"), 400, "invalid_json", "out of range");
-    expect_error(post("/v1/completions", R"({"max_tokens": 5})"), 400, "missing_field", "'prompt'");
+    expect_error(post("/v1/completions", R"({"max_tokens": 5})"), 400, "missing_field", "'prompt'", "prompt");
     expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": "5"})"), 400, "invalid_type",
-                 "'max_tokens' must be an integer, got string");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 0})"), 400, "invalid_value", "'max_tokens'");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 2.5})"), 400, "invalid_type", "'max_tokens'");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "temperature": 3})"), 400, "invalid_value", "'temperature'");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "stream": "yes"})"), 400, "invalid_type", "'stream'");
+                 "'max_tokens' must be an integer, got string", "max_tokens");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 0})"), 400, "invalid_value", "'max_tokens'",
+                 "max_tokens");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 2.5})"), 400, "invalid_type", "'max_tokens'",
+                 "max_tokens");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "temperature": 3})"), 400, "invalid_value", "'temperature'",
+                 "temperature");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "stream": "yes"})"), 400, "invalid_type", "'stream'", "stream");
     expect_error(post("/v1/completions", R"({"prompt": "x", "stop": ["a","b","c","d","e"]})"), 400, "invalid_value",
-                 "at most 4");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "seed": -7})"), 400, "invalid_value", "'seed'");
-    expect_error(post("/v1/completions", R"({"prompt": [1, 99999]})"), 400, "invalid_value", "prompt[1]");
-    expect_error(post("/v1/chat/completions", R"({"messages": []})"), 400, "invalid_value", "'messages' is empty");
+                 "at most 4", "stop");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "seed": -7})"), 400, "invalid_value", "'seed'", "seed");
+    expect_error(post("/v1/completions", R"({"prompt": [1, 99999]})"), 400, "invalid_value", "prompt[1]", "prompt[1]");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "logit_bias": {"99999": 1}})"), 400, "invalid_value",
+                 "token 99999", "logit_bias");
+    expect_error(post("/v1/chat/completions", R"({"messages": []})"), 400, "invalid_value", "'messages' is empty",
+                 "messages");
     expect_error(post("/v1/chat/completions", R"({"messages": [{"role": "user"}]})"), 400, "missing_field",
-                 "messages[0].content");
+                 "messages[0].content", "messages[0].content");
     expect_error(post("/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "x"}]})"), 400,
-                 "invalid_value", "messages[0].role");
+                 "invalid_value", "messages[0].role", "messages[0].role");
     std::string long_prompt;
     for (int i = 0; i < 400; ++i) long_prompt += "And God said ";
     expect_error(post("/v1/completions", json({{"prompt", long_prompt}}).dump()), 413, "body_too_large", "4096 bytes");
     expect_error(post("/v1/completions", json({{"prompt", long_prompt.substr(0, 1000)}}).dump()), 400,
-                 "context_length_exceeded", "the context holds 64");
+                 "context_length_exceeded", "the context holds 64", "prompt");
     expect_error(post("/v1/nothing", "{}"), 404, "not_found", "POST /v1/nothing");
     expect_error(c.Get("/v2/models"), 404, "not_found", "GET /v2/models");
 
-    // Unknown fields are ignored (of any type), null is the default, and the server still answers.
+    // No field is ignored silently: unknown ones, and known ones not honoured, are refused by name.
+    expect_error(post("/v1/completions", R"({"prompt": "x", "best_of_unknown": "zz"})"), 400, "unknown_field",
+                 "'best_of_unknown'", "best_of_unknown");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "echo": true})"), 400, "unsupported_value", "'echo'", "echo");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "suffix": "amen"})"), 400, "unsupported_value", "'suffix'",
+                 "suffix");
+    const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+    expect_error(post("/v1/chat/completions", "{" + user + R"(, "response_format": {"type": "json_object"}})"), 400,
+                 "unsupported_value", "structured output", "response_format");
+    expect_error(post("/v1/chat/completions",
+                      "{" + user + R"(, "tools": [{"type": "function", "function": {"name": "f"}}]})"),
+                 400, "unsupported_value", "tool calling", "tools");
+    expect_error(post("/v1/chat/completions", "{" + user + R"(, "tool_choice": "required"})"), 400, "unsupported_value",
+                 "'tool_choice'", "tool_choice");
+    expect_error(post("/v1/chat/completions", "{" + user + R"(, "n": 2})"), 400, "unsupported_value", "'n'", "n");
+
+    // Fields without effect (of any value of their type) and null for anything are accepted, and
+    // the server still answers.
     const json ok = post_json(c, "/v1/completions",
-                              {{"prompt", "And"}, {"max_tokens", 3}, {"temperature", 0}, {"user", {{"x", 1}}},
-                               {"suffix", nullptr}, {"top_p", nullptr}, {"best_of_unknown", "zz"}},
+                              {{"prompt", "And"}, {"max_tokens", 3}, {"temperature", 0}, {"user", "u-1"},
+                               {"metadata", {{"x", "1"}}}, {"suffix", nullptr}, {"top_p", nullptr}, {"echo", false}},
                               200);
     EXPECT_EQ(ok["usage"]["completion_tokens"], 3);
+}
+
+// logit_bias is a sampler stage: a token banned with -100 is never the greedy pick, a token lifted
+// by +100 is.
+TEST(Server, LogitBiasSteersGreedySampling) {
+    TestServer server;
+    auto c = server.client();
+    const json plain = post_json(
+        c, "/v1/completions", {{"prompt", "And God said"}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 0}}, 200);
+    const Tokenizer tok = Tokenizer::from_gguf(testing::kjv_model()->file());
+    const std::string first = plain["choices"][0]["logprobs"]["tokens"][0];
+    // The id of that piece, and of a word piece that is not it, found in the vocabulary.
+    int32_t first_id = -1, lifted_id = -1;
+    for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+        const std::string piece = tok.token_to_piece(id);
+        if (piece == first) first_id = id;
+        const bool word = piece.size() >= 4 && piece[0] == ' ' &&
+                          std::all_of(piece.begin() + 1, piece.end(), [](char ch) { return std::isalpha(uint8_t(ch)); });
+        if (lifted_id < 0 && id > 300 && word && piece != first) lifted_id = id;
+    }
+    ASSERT_GE(first_id, 0) << first;
+    ASSERT_GE(lifted_id, 0);
+    const json banned = post_json(c, "/v1/completions",
+                                  {{"prompt", "And God said"}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 0},
+                                   {"logit_bias", {{std::to_string(first_id), -100}}}},
+                                  200);
+    EXPECT_NE(banned["choices"][0]["logprobs"]["tokens"][0], first);
+    const json lifted = post_json(c, "/v1/completions",
+                                  {{"prompt", "And God said"}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 0},
+                                   {"logit_bias", {{std::to_string(lifted_id), 100}}}},
+                                  200);
+    EXPECT_EQ(lifted["choices"][0]["logprobs"]["tokens"][0], tok.token_to_piece(lifted_id));
 }
 
 TEST(Server, ApiKeyIsRequiredEverywhereButHealth) {
