@@ -139,11 +139,8 @@ void check_message_fields(const json& m, const std::string& at) {
             if (!value.is_string()) wrong_type(name, "a string", value);
         } else if (key == "annotations") {
             if (!value.is_array()) wrong_type(name, "an array", value);
-        } else if (key == "tool_calls") {
-            if (!value.is_array()) wrong_type(name, "an array", value);
-            if (!value.empty()) unsupported(name, "replays tool calls");
-        } else if (key == "tool_call_id") {
-            unsupported(name, "answers a tool call");
+        } else if (key == "tool_calls" || key == "tool_call_id") {
+            continue;  // read by get_messages
         } else {
             unknown_field(name, "of a message");
         }
@@ -233,6 +230,38 @@ void check_other_fields(const json& body, bool chat) {
     }
 }
 
+// A tool call of an assistant message, written as the Hermes/Qwen tool format writes it (the form
+// chat models that call tools were trained on, and readable to those that were not):
+//   <tool_call>
+//   {"name": "get_weather", "arguments": {"city": "Paris"}}
+//   </tool_call>
+// `arguments` is OpenAI's JSON text, written as it came (it is not parsed: it can be anything).
+std::string tool_call_text(const json& call, const std::string& at) {
+    if (!call.is_object()) wrong_type(at, "an object", call);
+    for (const auto& [key, value] : call.items())
+        if (!value.is_null() && key != "id" && key != "type" && key != "function")
+            unknown_field(at + "." + key, "of a tool call");
+    if (const json* type = field(call, "type"); type && *type != "function")
+        bad(at + ".type", "'" + at + ".type' must be \"function\", got " + type->dump());
+    if (const json* id = field(call, "id"); id && !id->is_string()) wrong_type(at + ".id", "a string", *id);
+    const json* function = field(call, "function");
+    if (!function) bad(at + ".function", "'" + at + ".function' is missing", "missing_field");
+    if (!function->is_object()) wrong_type(at + ".function", "an object", *function);
+    for (const auto& [key, value] : function->items())
+        if (!value.is_null() && key != "name" && key != "arguments")
+            unknown_field(at + ".function." + key, "of a function call");
+    const json* name = field(*function, "name");
+    if (!name) bad(at + ".function.name", "'" + at + ".function.name' is missing", "missing_field");
+    if (!name->is_string()) wrong_type(at + ".function.name", "a string", *name);
+    std::string arguments = "{}";
+    if (const json* args = field(*function, "arguments")) {
+        if (!args->is_string()) wrong_type(at + ".function.arguments", "a string (JSON text)", *args);
+        arguments = args->get<std::string>();
+    }
+    return "<tool_call>\n{\"name\": " + name->dump(-1, ' ', false, json::error_handler_t::replace) +
+           ", \"arguments\": " + arguments + "}\n</tool_call>";
+}
+
 std::vector<ChatMessage> get_messages(const json& body) {
     const json* v = field(body, "messages");
     if (!v) bad("messages", "'messages' is missing: a chat completion needs at least one message", "missing_field");
@@ -247,13 +276,42 @@ std::vector<ChatMessage> get_messages(const json& body) {
         if (!role) bad(at + ".role", "'" + at + ".role' is missing", "missing_field");
         if (!role->is_string()) wrong_type(at + ".role", "a string", *role);
         const std::string r = role->get<std::string>();
-        if (r != "system" && r != "user" && r != "assistant" && r != "developer")
-            bad(at + ".role", "'" + at + ".role' must be system, developer, user or assistant, got \"" + r + "\"");
+        if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool")
+            bad(at + ".role",
+                "'" + at + ".role' must be system, developer, user, assistant or tool, got \"" + r + "\"");
         check_message_fields(m, at);
         const json* content = field(m, "content");
-        if (!content) bad(at + ".content", "'" + at + ".content' is missing", "missing_field");
+        const json* calls = field(m, "tool_calls");
+        if (calls && r != "assistant")
+            bad(at + ".tool_calls", "'" + at + ".tool_calls' is for assistant messages, this one is " + r);
+        if (calls && !calls->is_array()) wrong_type(at + ".tool_calls", "an array", *calls);
+        const bool has_calls = calls && !calls->empty();
+        // An assistant message that calls tools may have no content (OpenAI sends null).
+        if (!content && !has_calls) bad(at + ".content", "'" + at + ".content' is missing", "missing_field");
+        std::string text = content ? message_content(*content, at + ".content") : std::string();
+        if (r == "tool") {
+            const json* id = field(m, "tool_call_id");
+            if (!id)
+                bad(at + ".tool_call_id", "'" + at + ".tool_call_id' is missing: a tool message answers a call",
+                    "missing_field");
+            if (!id->is_string()) wrong_type(at + ".tool_call_id", "a string", *id);
+            // Consecutive tool results (parallel calls) are one user turn, so every template keeps its
+            // alternation of user and assistant.
+            const std::string wrapped = "<tool_response>\n" + text + "\n</tool_response>";
+            if (!messages.empty() && messages.back().role == "user" && (*v)[i - 1].value("role", "") == "tool")
+                messages.back().content += "\n" + wrapped;
+            else
+                messages.push_back({"user", wrapped});
+            continue;
+        }
+        if (field(m, "tool_call_id"))
+            bad(at + ".tool_call_id", "'" + at + ".tool_call_id' is for tool messages, this one is " + r);
+        // The calls follow what the assistant said, each on lines of its own.
+        for (size_t j = 0; has_calls && j < calls->size(); ++j)
+            text += (text.empty() ? "" : "\n") +
+                    tool_call_text((*calls)[j], at + ".tool_calls[" + std::to_string(j) + "]");
         // OpenAI's "developer" is the system message of newer models.
-        messages.push_back({r == "developer" ? "system" : r, message_content(*content, at + ".content")});
+        messages.push_back({r == "developer" ? "system" : r, std::move(text)});
     }
     return messages;
 }

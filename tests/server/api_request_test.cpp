@@ -251,5 +251,71 @@ TEST(ApiRequest, LogitBiasIsReadAsTokenIdsAndBiases) {
     EXPECT_EQ(refused_param(completion_with({{"logit_bias", {1, 2}}}), false), "logit_bias | invalid_type");
 }
 
+// An agent loop's second turn: the assistant's tool calls (content null) and the tool results are
+// replayed. They are rendered in the Hermes/Qwen tool format, as text of the assistant's and the
+// user's turns, so every chat template keeps its user/assistant alternation.
+TEST(ApiRequest, ToolCallConversationsReplay) {
+    const json body = json::parse(R"({"messages": [
+        {"role": "user", "content": "Weather in Paris and Rome?"},
+        {"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Rome\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C"},
+        {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "21 C"}]},
+        {"role": "assistant", "content": "Checking once more.", "tool_calls": [
+            {"id": "call_3", "type": "function", "function": {"name": "clock", "arguments": ""}}]},
+        {"role": "tool", "tool_call_id": "call_3", "name": "clock", "content": "noon"}]})");
+    const CompletionRequest r = parse_completion_request(body, true);
+    ASSERT_EQ(r.messages.size(), 5u);
+    EXPECT_EQ(r.messages[1].role, "assistant");
+    EXPECT_EQ(r.messages[1].content,
+              "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>\n"
+              "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Rome\"}}\n</tool_call>");
+    EXPECT_EQ(r.messages[2].role, "user");
+    EXPECT_EQ(r.messages[2].content, "<tool_response>\n18 C\n</tool_response>\n<tool_response>\n21 C\n</tool_response>");
+    EXPECT_EQ(r.messages[3].content,
+              "Checking once more.\n<tool_call>\n{\"name\": \"clock\", \"arguments\": }\n</tool_call>");
+    EXPECT_EQ(r.messages[4].role, "user");
+    EXPECT_EQ(r.messages[4].content, "<tool_response>\nnoon\n</tool_response>");
+
+    auto with_message = [](const json& m) {
+        return json{{"messages", {{{"role", "user"}, {"content", "x"}}, m}}};
+    };
+    EXPECT_EQ(refused_param(with_message({{"role", "tool"}, {"content", "18 C"}}), true),
+              "messages[1].tool_call_id | missing_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "tool"}, {"tool_call_id", 5}, {"content", "18 C"}}), true),
+              "messages[1].tool_call_id | invalid_type");
+    EXPECT_EQ(refused_param(with_message({{"role", "tool"}, {"tool_call_id", "c"}}), true),
+              "messages[1].content | missing_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"content", nullptr}}), true),
+              "messages[1].content | missing_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array()}}), true),
+              "messages[1].content | missing_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "user"}, {"content", "y"}, {"tool_call_id", "c"}}), true),
+              "messages[1].tool_call_id | invalid_value");
+    EXPECT_EQ(refused_param(with_message({{"role", "user"}, {"content", "y"}, {"tool_calls", {{{"id", "c"}}}}}), true),
+              "messages[1].tool_calls | invalid_value");
+    const json call = {{"id", "c"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}};
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {call}}}), true), "");
+    json bad_call = call;
+    bad_call["function"].erase("name");
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {bad_call}}}), true),
+              "messages[1].tool_calls[0].function.name | missing_field");
+    bad_call = call;
+    bad_call["function"]["arguments"] = json{{"city", "Paris"}};
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {bad_call}}}), true),
+              "messages[1].tool_calls[0].function.arguments | invalid_type");
+    bad_call = call;
+    bad_call["type"] = "custom";
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {bad_call}}}), true),
+              "messages[1].tool_calls[0].type | invalid_value");
+    bad_call = call;
+    bad_call["extra"] = 1;
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {bad_call}}}), true),
+              "messages[1].tool_calls[0].extra | unknown_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", "f()"}}), true),
+              "messages[1].tool_calls | invalid_type");
+}
+
 }  // namespace
 }  // namespace graphrun::server

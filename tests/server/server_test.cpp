@@ -177,6 +177,31 @@ TEST(Server, ChatAnswersInTheTemplateAndStreamsTheSameText) {
     EXPECT_EQ(text, answer);
 }
 
+// A tool-call conversation replays (an agent loop's second turn): its prompt is the chat template's
+// rendering of the same turns written out as text, so answers and prompt sizes are equal.
+TEST(Server, ToolCallConversationsReplayThroughTheTemplate) {
+    TestServer server;
+    auto c = server.client();
+    const json replay = json::parse(R"({"max_tokens": 12, "temperature": 0, "messages": [
+        {"role": "user", "content": "What saith the weather?"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Sion\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "rain for forty days"}]})");
+    const json as_text = {
+        {"max_tokens", 12},
+        {"temperature", 0},
+        {"messages",
+         {{{"role", "user"}, {"content", "What saith the weather?"}},
+          {{"role", "assistant"},
+           {"content", "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Sion\"}}\n</tool_call>"}},
+          {{"role", "user"}, {"content", "<tool_response>\nrain for forty days\n</tool_response>"}}}}};
+    const json a = post_json(c, "/v1/chat/completions", replay, 200);
+    const json b = post_json(c, "/v1/chat/completions", as_text, 200);
+    EXPECT_EQ(a["usage"]["prompt_tokens"], b["usage"]["prompt_tokens"]);
+    EXPECT_GT(a["usage"]["prompt_tokens"].get<int>(), 30);
+    EXPECT_EQ(a["choices"][0]["message"]["content"], b["choices"][0]["message"]["content"]);
+}
+
 TEST(Server, StopStringsEndTheTextBeforeThem) {
     TestServer server;
     auto c = server.client();
