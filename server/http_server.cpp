@@ -2,6 +2,7 @@
 // completion endpoints are in completion_routes.cpp.
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <ctime>
@@ -66,6 +67,31 @@ bool authorized(const httplib::Request& req, const std::string& key) {
     return colon != std::string::npos && credentials.substr(colon + 1) == key;
 }
 
+// CORS (the Fetch standard's): an answer to an allowed Origin names it in Access-Control-Allow-Origin
+// (the origin itself, also under "*", so a page that sends credentials is served too) with
+// Vary: Origin for caches. True when the request's origin is allowed.
+bool allow_origin(const httplib::Request& req, httplib::Response& res, const std::vector<std::string>& allowed) {
+    const std::string origin = req.get_header_value("Origin");
+    if (origin.empty() || allowed.empty()) return false;
+    if (std::find(allowed.begin(), allowed.end(), "*") == allowed.end() &&
+        std::find(allowed.begin(), allowed.end(), origin) == allowed.end())
+        return false;
+    if (!res.has_header("Access-Control-Allow-Origin")) {
+        res.set_header("Access-Control-Allow-Origin", origin);
+        res.set_header("Vary", "Origin");
+    }
+    return true;
+}
+
+// The headers a preflight grants: the two every API call sends, and whatever else the page's
+// client asks for (the openai package adds its own X-Stainless-* headers).
+std::string allowed_headers(const httplib::Request& req) {
+    std::string headers = "Authorization, Content-Type";
+    const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+    if (!asked.empty()) headers += ", " + asked;
+    return headers;
+}
+
 }  // namespace
 
 struct HttpServer::State {
@@ -96,7 +122,17 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
     http.set_keep_alive_timeout(5);
 
     const std::string key = s.options.api_key;
-    http.set_pre_routing_handler([&ctx, key](const httplib::Request& req, httplib::Response& res) {
+    const std::vector<std::string> origins = s.options.cors_origins;
+    http.set_pre_routing_handler([&ctx, key, origins](const httplib::Request& req, httplib::Response& res) {
+        const bool cors = allow_origin(req, res, origins);
+        // A browser's preflight carries no credentials: granted before the key is asked for.
+        if (cors && req.method == "OPTIONS" && req.has_header("Access-Control-Request-Method")) {
+            res.status = 204;
+            res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            res.set_header("Access-Control-Allow-Headers", allowed_headers(req));
+            res.set_header("Access-Control-Max-Age", "600");
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (key.empty() || req.path == "/health" || authorized(req, key))
             return httplib::Server::HandlerResponse::Unhandled;
         const bool missing = req.get_header_value("Authorization").empty();
@@ -111,8 +147,9 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
 
     // Answers httplib gives itself (no route, body too large, unreadable request) in OpenAI's shape.
     const size_t limit = s.options.max_body_bytes;
-    http.set_error_handler([limit](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return;  // a handler's own error answer
+    http.set_error_handler([limit, origins](const httplib::Request& req, httplib::Response& res) {
+        allow_origin(req, res, origins);  // a body too large is refused before routing
+        if (!res.body.empty()) return;    // a handler's own error answer
         std::string code = "invalid_request", message = "the request could not be read";
         if (res.status == 404) {
             code = "not_found";

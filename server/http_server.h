@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/text/chat_template.h"
 #include "runtime/text/tokenizer.h"
@@ -45,6 +46,9 @@ struct ServerOptions {
     std::string api_key{};    // non-empty: "Authorization: Bearer KEY" on every endpoint but /health and /
     size_t max_body_bytes = kDefaultMaxBodyBytes;
     int retry_after_seconds = 1;  // the Retry-After of a 503
+    // Origins a browser page may call from (--cors-origins): "https://app.example", or "*" for any.
+    // Empty: no CORS headers at all, and a preflight is not granted.
+    std::vector<std::string> cors_origins{};
 };
 
 class HttpServer {

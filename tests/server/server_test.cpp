@@ -412,6 +412,79 @@ TEST(Server, ThePageTakesTheKeyAsBasicAuthentication) {
                  "invalid_api_key", "not this server's");
 }
 
+// CORS: for an allowed Origin every answer (errors too) names it, and a preflight is granted with 204
+// before any API key is asked for; any other origin, or a server without --cors-origins, gets no
+// CORS header and no preflight.
+TEST(Server, CorsOriginsGetPreflightAndAllowOriginOnEveryAnswer) {
+    TestServer server({}, {.api_key = "sesame", .cors_origins = {"https://app.example", "http://localhost:3000"}});
+    auto c = server.client();
+    const httplib::Headers preflight = {{"Origin", "https://app.example"},
+                                        {"Access-Control-Request-Method", "POST"},
+                                        {"Access-Control-Request-Headers", "content-type, x-stainless-os"}};
+    auto granted = c.Options("/v1/chat/completions", preflight);
+    ASSERT_TRUE(granted);
+    EXPECT_EQ(granted->status, 204) << granted->body;
+    EXPECT_EQ(granted->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+    EXPECT_EQ(granted->get_header_value("Vary"), "Origin");
+    EXPECT_NE(granted->get_header_value("Access-Control-Allow-Methods").find("POST"), std::string::npos);
+    const std::string headers = granted->get_header_value("Access-Control-Allow-Headers");
+    for (const char* h : {"Authorization", "Content-Type", "x-stainless-os"})
+        EXPECT_NE(headers.find(h), std::string::npos) << h << " in " << headers;
+
+    const httplib::Headers from_app = {{"Origin", "http://localhost:3000"}, {"Authorization", "Bearer sesame"}};
+    auto answer = c.Post("/v1/completions", from_app, R"({"prompt": "And", "max_tokens": 2, "temperature": 0})",
+                         "application/json");
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->status, 200);
+    EXPECT_EQ(answer->get_header_value("Access-Control-Allow-Origin"), "http://localhost:3000");
+    std::string raw;
+    auto streamed = c.Post("/v1/completions", from_app,
+                           R"({"prompt": "And", "max_tokens": 2, "temperature": 0, "stream": true})",
+                           "application/json");
+    ASSERT_TRUE(streamed);
+    EXPECT_EQ(streamed->get_header_value("Access-Control-Allow-Origin"), "http://localhost:3000");
+    EXPECT_NE(streamed->body.find("[DONE]"), std::string::npos);
+    // Errors too, so the page can read them: no key, no route.
+    auto no_key = c.Get("/v1/models", {{"Origin", "https://app.example"}});
+    ASSERT_TRUE(no_key);
+    EXPECT_EQ(no_key->status, 401);
+    EXPECT_EQ(no_key->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+    auto no_route = c.Get("/v9", {{"Origin", "https://app.example"}, {"Authorization", "Bearer sesame"}});
+    ASSERT_TRUE(no_route);
+    EXPECT_EQ(no_route->status, 404);
+    EXPECT_EQ(no_route->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+
+    // Another origin: no preflight (the key is still asked for), no CORS headers.
+    auto stranger = c.Options("/v1/chat/completions", {{"Origin", "https://evil.example"},
+                                                       {"Access-Control-Request-Method", "POST"}});
+    ASSERT_TRUE(stranger);
+    EXPECT_NE(stranger->status, 204);
+    EXPECT_FALSE(stranger->has_header("Access-Control-Allow-Origin"));
+    auto models = c.Get("/v1/models", {{"Origin", "https://evil.example"}, {"Authorization", "Bearer sesame"}});
+    ASSERT_TRUE(models);
+    EXPECT_EQ(models->status, 200);
+    EXPECT_FALSE(models->has_header("Access-Control-Allow-Origin"));
+
+    // "*": any origin.
+    TestServer any({}, {.cors_origins = {"*"}});
+    auto anywhere = any.client().Options("/v1/completions", {{"Origin", "https://x.example"},
+                                                             {"Access-Control-Request-Method", "POST"}});
+    ASSERT_TRUE(anywhere);
+    EXPECT_EQ(anywhere->status, 204);
+    EXPECT_EQ(anywhere->get_header_value("Access-Control-Allow-Origin"), "https://x.example");
+
+    // Without --cors-origins: nothing.
+    TestServer none;
+    auto refused = none.client().Options("/v1/completions", {{"Origin", "https://x.example"},
+                                                             {"Access-Control-Request-Method", "POST"}});
+    ASSERT_TRUE(refused);
+    EXPECT_NE(refused->status, 204);
+    EXPECT_FALSE(refused->has_header("Access-Control-Allow-Origin"));
+    auto health = none.client().Get("/health", {{"Origin", "https://x.example"}});
+    ASSERT_TRUE(health);
+    EXPECT_FALSE(health->has_header("Access-Control-Allow-Origin"));
+}
+
 TEST(Server, MetricsInPrometheusText) {
     TestServer server;
     auto c = server.client();
