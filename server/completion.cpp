@@ -112,9 +112,8 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     try {
         job_ = backend.submit(std::move(job), std::move(on_event));
     } catch (const BackendBusy& e) {
-        throw ApiError(503, "server_busy",
-                       std::string("every sequence is busy and the queue is full (") + e.what() +
-                           "); retry after a moment");
+        // The backend's words say what is full ("the queue is full (3 requests waiting, 4 running)").
+        throw ApiError(503, "server_busy", std::string("every sequence is busy: ") + e.what() + "; retry after a moment");
     } catch (const JobRefused& e) {
         throw ApiError(400, "invalid_value", e.what());
     } catch (const std::invalid_argument& e) {  // sampler_validate

@@ -574,6 +574,11 @@ TEST(Server, AFullQueueIsA503WithRetryAfter) {
     auto c = server.client();
     auto busy = c.Post("/v1/completions", R"({"prompt": "And", "max_tokens": 2})", "application/json");
     expect_error(busy, 503, "server_busy", "queue is full");
+    // Said once: it was "the queue is full (the queue is full (0 requests waiting, 1 running))".
+    const std::string message = json::parse(busy->body)["error"]["message"];
+    EXPECT_EQ(message.find("queue is full"), message.rfind("queue is full")) << message;
+    EXPECT_EQ(message.find("(("), std::string::npos) << message;
+    EXPECT_EQ(message.find("))"), std::string::npos) << message;
     EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
     auto health = c.Get("/health");  // answers while the sequence is busy
     ASSERT_TRUE(health);
