@@ -23,14 +23,27 @@ using nlohmann::json;
 
 namespace {
 
+// The routes and their methods (add_info_routes, add_completion_routes): a known path asked for with
+// another method is a 405 naming the method it takes, not a 404.
+struct Route {
+    const char* path;
+    const char* method;
+};
+constexpr Route kRoutes[] = {{"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/completions", "POST"},
+                             {"/chat/completions", "POST"}, {"/tokenize", "POST"},          {"/detokenize", "POST"},
+                             {"/v1/models", "GET"},         {"/health", "GET"},             {"/metrics", "GET"},
+                             {"/plan", "GET"},              {"/", "GET"}};
+
+const Route* route_of(const std::string& path) {
+    for (const Route& r : kRoutes)
+        if (path == r.path) return &r;
+    return nullptr;
+}
+
 // The label /metrics counts a request under: its route, or "unknown" (so the label set stays small).
 std::string endpoint_label(const std::string& path) {
-    static const char* known[] = {"/v1/completions", "/v1/chat/completions", "/completions", "/chat/completions",
-                                  "/v1/models",      "/health",              "/metrics",     "/tokenize",
-                                  "/detokenize",     "/plan",                "/"};
-    for (const char* k : known)
-        if (path == k) return k;
-    return "unknown";
+    const Route* r = route_of(path);
+    return r ? r->path : "unknown";
 }
 
 // "user:password" from "Basic <base64 of user:password>" (RFC 7617), or "" when the header is not that.
@@ -151,7 +164,13 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
         allow_origin(req, res, origins);  // a body too large is refused before routing
         if (!res.body.empty()) return;    // a handler's own error answer
         std::string code = "invalid_request", message = "the request could not be read";
-        if (res.status == 404) {
+        const Route* route = route_of(req.path);
+        if (res.status == 404 && route && req.method != route->method) {
+            res.status = 405;
+            res.set_header("Allow", route->method);
+            code = "method_not_allowed";
+            message = req.path + " takes " + route->method + ", not " + req.method;
+        } else if (res.status == 404) {
             code = "not_found";
             message = "no route " + req.method + " " + req.path +
                       " (POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize; "

@@ -318,6 +318,13 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
                  "context_length_exceeded", "the context holds 64", "prompt");
     expect_error(post("/v1/nothing", "{}"), 404, "not_found", "POST /v1/nothing");
     expect_error(c.Get("/v2/models"), 404, "not_found", "GET /v2/models");
+    // A route asked for with the wrong method: 405 with the method it takes (was a 404).
+    auto get_post_route = c.Get("/v1/chat/completions");
+    expect_error(get_post_route, 405, "method_not_allowed", "/v1/chat/completions takes POST, not GET");
+    EXPECT_EQ(get_post_route->get_header_value("Allow"), "POST");
+    auto post_get_route = post("/health", "{}");
+    expect_error(post_get_route, 405, "method_not_allowed", "/health takes GET, not POST");
+    EXPECT_EQ(post_get_route->get_header_value("Allow"), "GET");
 
     // No field is ignored silently: unknown ones, and known ones not honoured, are refused by name.
     expect_error(post("/v1/completions", R"({"prompt": "x", "best_of_unknown": "zz"})"), 400, "unknown_field",
