@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/graph.h"
 #include "runtime/text/chat_template.h"
 #include "runtime/text/tokenizer.h"
 #include "server/backend.h"
@@ -36,6 +37,10 @@ struct ModelInfo {
     std::string plan_text;  // GET /plan
     int64_t n_vocab = 0;
 };
+
+// GET /plan's text: the plan of `graphrun --dump-plan` for one token, with the graph file named by
+// its file name only (its folder on the host is no client's business).
+std::string served_plan_text(const graph::Graph& graph, int64_t n_ctx);
 
 // The documented body limit (docs/server.md): larger bodies are refused with 413 before being read.
 inline constexpr size_t kDefaultMaxBodyBytes = size_t(8) << 20;

@@ -1,8 +1,11 @@
 // server/info_routes.cpp — the routes that answer at once: the page, health, models, metrics, the
 // plan, and llama-server's /tokenize and /detokenize.
+#include <filesystem>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "graph/plan.h"
 #include "server/api_request.h"
 #include "server/api_response.h"
 #include "server/routes.h"
@@ -31,6 +34,12 @@ httplib::Server::Handler guarded(ServerContext& ctx, const char* text_field, Han
 }
 
 }  // namespace
+
+std::string served_plan_text(const graph::Graph& graph, int64_t n_ctx) {
+    graph::Graph named = graph;  // once, at start: the plan dump prints `source`
+    named.source = std::filesystem::path(graph.source).filename().string();
+    return graph::dump_plan_text(graph::make_plan(named, 1, n_ctx), named);
+}
 
 void add_info_routes(httplib::Server& http, ServerContext& ctx) {
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {

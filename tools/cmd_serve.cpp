@@ -19,7 +19,6 @@
 
 #include "graph/graph.h"
 #include "graph/limits.h"
-#include "graph/plan.h"
 #include "engine/session.h"
 #include "server/http_server.h"
 #include "server/scheduler_backend.h"
@@ -62,7 +61,7 @@ void run_serve(ServeOptions opt) {
         .tokenizer = Tokenizer::from_gguf(model->file()),
         .chat_template = opt.chat_template.empty() ? ChatTemplate::from_gguf(model->file())
                                                    : ChatTemplate::named(opt.chat_template),
-        .plan_text = graph::dump_plan_text(graph::make_plan(model->graph(), 1, backend->n_ctx()), model->graph()),
+        .plan_text = server::served_plan_text(model->graph(), backend->n_ctx()),
         .n_vocab = 0,
     };
     info.n_vocab = info.tokenizer.n_vocab();

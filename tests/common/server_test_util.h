@@ -42,7 +42,7 @@ inline server::ModelInfo model_info(const graph::Model& model, int64_t n_ctx) {
     server::ModelInfo info{.id = "kjv-q8_0.gguf",
                            .tokenizer = Tokenizer::from_gguf(model.file()),
                            .chat_template = ChatTemplate::from_gguf(model.file()),
-                           .plan_text = graph::dump_plan_text(graph::make_plan(model.graph(), 1, n_ctx), model.graph()),
+                           .plan_text = server::served_plan_text(model.graph(), n_ctx),
                            .n_vocab = 0};
     info.n_vocab = info.tokenizer.n_vocab();
     return info;

@@ -80,6 +80,9 @@ TEST(Server, HealthModelsAndPlan) {
     auto plan = c.Get("/plan");
     ASSERT_TRUE(plan);
     EXPECT_NE(plan->body.find("matmul"), std::string::npos) << plan->body.substr(0, 400);
+    // The graph file by its name: the host's folders were in it ("plan of /home/.../models/llama.json").
+    EXPECT_EQ(plan->body.rfind("plan of llama.json for 1 token(s)", 0), 0u) << plan->body.substr(0, 200);
+    EXPECT_EQ(plan->body.find(GRAPHRUN_SOURCE_DIR), std::string::npos) << plan->body.substr(0, 200);
     auto page = c.Get("/");
     ASSERT_TRUE(page);
     EXPECT_NE(page->body.find("/v1/chat/completions"), std::string::npos);
