@@ -123,10 +123,18 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
 }
 
 CompletionRun::~CompletionRun() {
-    if (!finished_ && job_) {
-        backend_.cancel(job_);
-        jobs_.remove(job_);
+    if (finished_ || !job_) return;
+    backend_.cancel(job_);
+    jobs_.remove(job_);
+    // Its client went away: the tokens generated still count, those read and those not read yet
+    // (past a stop string, none are counted, as in next()).
+    int64_t unread = 0;
+    {
+        std::lock_guard lock(channel_->mutex);
+        for (const Event& ev : channel_->events)
+            if (ev.token >= 0 && !text_done_) ++unread;
     }
+    metrics_.count_tokens(prompt_tokens(), completion_tokens_ + unread);
 }
 
 void CompletionRun::cancel() {

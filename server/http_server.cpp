@@ -40,12 +40,6 @@ const Route* route_of(const std::string& path) {
     return nullptr;
 }
 
-// The label /metrics counts a request under: its route, or "unknown" (so the label set stays small).
-std::string endpoint_label(const std::string& path) {
-    const Route* r = route_of(path);
-    return r ? r->path : "unknown";
-}
-
 // "user:password" from "Basic <base64 of user:password>" (RFC 7617), or "" when the header is not that.
 std::string basic_credentials(const std::string& header) {
     static const std::string prefix = "Basic ";
@@ -113,6 +107,11 @@ struct HttpServer::State {
     httplib::Server http;
     int bound_port = -1;
 };
+
+std::string endpoint_label(const std::string& path) {
+    const Route* r = route_of(path);
+    return r ? r->path : "unknown";
+}
 
 void send_error(httplib::Response& res, const ApiError& e, int retry_after_seconds) {
     res.status = e.status();
@@ -193,6 +192,9 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
         res.set_content(api_error_body(500, "internal_error", what), "application/json");
     });
     http.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+        // A stream is counted when it ends (completion_routes.cpp): 200, or cancelled when its client
+        // went away; here it would be 200 either way, its header being written first.
+        if (res.get_header_value("Content-Type") == "text/event-stream") return;
         ctx.metrics.count_request(endpoint_label(req.path), res.status);
     });
 

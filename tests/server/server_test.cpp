@@ -525,6 +525,25 @@ TEST(Server, MetricsInPrometheusText) {
     EXPECT_EQ(absent, "") << "not in\n" << text;
 }
 
+// A stream read to its end is counted once, as a 200, with every token it generated.
+TEST(Server, AStreamReadToItsEndIsCountedOnceAs200) {
+    TestServer server;
+    auto c = server.client();
+    ASSERT_TRUE(testing::post_streaming(
+        c, "/v1/completions",
+        json({{"prompt", "And"}, {"max_tokens", 5}, {"temperature", 0}, {"stream", true}}).dump(),
+        [](const std::string&) { return true; }));
+    const std::string done = "graphrun_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1\n";
+    std::string text;
+    for (int i = 0; i < 500 && text.find(done) == std::string::npos; ++i) {
+        if (i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        text = c.Get("/metrics")->body;
+    }
+    EXPECT_NE(text.find(done), std::string::npos) << text;
+    EXPECT_NE(text.find("\ngraphrun_generated_tokens_total 5\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("status=\"cancelled\""), std::string::npos) << text;
+}
+
 // The KJV context is 256 and a request asks for most of it: long enough to hang up in the middle.
 constexpr int64_t kLongAnswer = 200;
 
@@ -570,11 +589,24 @@ TEST(Server, ADisconnectedStreamFreesItsSequence) {
     while (server.backend().metrics().active > 0 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     EXPECT_EQ(server.backend().metrics().active, 0);
-    auto m = server.client().Get("/metrics");
-    ASSERT_TRUE(m);
-    const size_t at = m->body.find("\ngraphrun_generated_tokens_total ");
+    // Counted as cancelled, not 200, once the server has let go of the stream; its tokens count
+    // (they were missing from graphrun_generated_tokens_total).
+    const std::string cancelled = "graphrun_requests_total{endpoint=\"/v1/completions\",status=\"cancelled\"} 1\n";
+    std::string text;
+    for (int i = 0; i < 500 && text.find(cancelled) == std::string::npos; ++i) {
+        if (i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        auto m = server.client().Get("/metrics");
+        ASSERT_TRUE(m);
+        text = m->body;
+    }
+    EXPECT_NE(text.find(cancelled), std::string::npos) << text;
+    EXPECT_EQ(text.find("graphrun_requests_total{endpoint=\"/v1/completions\",status=\"200\"}"), std::string::npos)
+        << text;
+    const size_t at = text.find("\ngraphrun_generated_tokens_total ");
     ASSERT_NE(at, std::string::npos);
-    EXPECT_LT(std::stoll(m->body.substr(at + 33)), kLongAnswer) << m->body.substr(at, 50);
+    const int64_t generated = std::stoll(text.substr(at + 33));
+    EXPECT_GE(generated, 2) << "the chunks the client read held tokens: " << text.substr(at, 50);
+    EXPECT_LT(generated, kLongAnswer) << text.substr(at, 50);
 }
 
 TEST(Server, AFullQueueIsA503WithRetryAfter) {
