@@ -158,7 +158,7 @@ std::optional<CompletionRun::Piece> CompletionRun::next(std::chrono::millisecond
             else
                 metrics_.observe_token(std::chrono::duration<double>(ev.at - last_token_).count());
             last_token_ = ev.at;
-            if (request_.logprobs) piece.logprobs.push_back(ev.logprob);
+            if (request_.logprobs) held_logprobs_.emplace_back(text_->received(), std::move(ev.logprob));
             if (ev.finish != Finish::Stop) {  // a stop id is not part of the text
                 ReplyText::Step step = text_->push(ev.token);
                 piece.text += step.text;
@@ -181,6 +181,16 @@ std::optional<CompletionRun::Piece> CompletionRun::next(std::chrono::millisecond
         piece.last = true;
         piece.finish_reason = finish_reason_;
     }
+    // The tokens whose text has begun to be shown; at the end, all of them but those a stop string or
+    // the end of the turn left out (text " unto" from tokens " unto", " him" with stop " him": " unto").
+    // Tokens that add no text (a stop id at the end of a completion) go with the last piece.
+    const size_t shown = text_->shown().size();
+    while (!held_logprobs_.empty() &&
+           (held_logprobs_.front().first < shown || (finished_ && !text_done_))) {
+        piece.logprobs.push_back(std::move(held_logprobs_.front().second));
+        held_logprobs_.pop_front();
+    }
+    if (finished_) held_logprobs_.clear();
     return piece;
 }
 

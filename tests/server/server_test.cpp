@@ -249,6 +249,58 @@ TEST(Server, LogprobsAreTheModelsLogSoftmax) {
     EXPECT_EQ(lp["text_offset"][0], 0);
 }
 
+// The logprobs are those of the tokens the text is made of: the token that carried a stop string the
+// text leaves out is not among them (text " unto", tokens [" unto", " him"] was the bug), whole and
+// streamed.
+TEST(Server, LogprobsTokensAgreeWithTheTextAStopStringCut) {
+    TestServer server;
+    auto c = server.client();
+    const json body = {{"prompt", "And God said"}, {"max_tokens", 24}, {"temperature", 0}, {"logprobs", 0}};
+    const json full = post_json(c, "/v1/completions", body, 200);
+    const std::string text = full["choices"][0]["text"];
+    const std::vector<std::string> tokens = full["choices"][0]["logprobs"]["tokens"];
+    ASSERT_EQ(tokens.size(), 24u);
+    std::string joined;
+    for (const std::string& t : tokens) joined += t;
+    ASSERT_EQ(joined, text) << "plain word pieces here, so the tokens spell the text";
+    // A stop string that is a whole later token, first found where that token begins.
+    size_t k = 2, begins = 0;
+    for (; k < tokens.size(); ++k) {
+        begins = 0;
+        for (size_t i = 0; i < k; ++i) begins += tokens[i].size();
+        if (tokens[k].size() >= 3 && text.find(tokens[k]) == begins) break;
+    }
+    ASSERT_LT(k, tokens.size()) << text;
+    const std::vector<std::string> expected(tokens.begin(), tokens.begin() + long(k));
+    json stopped = body;
+    stopped["stop"] = tokens[k];
+    const json whole = post_json(c, "/v1/completions", stopped, 200);
+    EXPECT_EQ(whole["choices"][0]["text"], text.substr(0, begins));
+    EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+    EXPECT_EQ(whole["choices"][0]["logprobs"]["tokens"].get<std::vector<std::string>>(), expected)
+        << "stop '" << tokens[k] << "' in '" << text << "'";
+    EXPECT_EQ(whole["choices"][0]["logprobs"]["token_logprobs"].size(), k);
+
+    stopped["stream"] = true;
+    std::string raw;
+    ASSERT_TRUE(testing::post_streaming(c, "/v1/completions", stopped.dump(), [&](const std::string& d) {
+        raw += d;
+        return true;
+    }));
+    std::vector<std::string> streamed_tokens;
+    std::string streamed_text;
+    for (const std::string& data : sse_data(raw)) {
+        if (data == "[DONE]") continue;
+        const json chunk = json::parse(data);
+        streamed_text += chunk["choices"][0]["text"].get<std::string>();
+        const json& lp = chunk["choices"][0]["logprobs"];
+        if (!lp.is_null())
+            for (const json& t : lp["tokens"]) streamed_tokens.push_back(t);
+    }
+    EXPECT_EQ(streamed_text, text.substr(0, begins));
+    EXPECT_EQ(streamed_tokens, expected);
+}
+
 TEST(Server, TokenizeAndDetokenizeAsLlamaServer) {
     TestServer server;
     auto c = server.client();
