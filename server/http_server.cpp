@@ -9,12 +9,15 @@
 #include <stdexcept>
 #include <thread>
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
 #include "server/api_request.h"
 #include "server/api_response.h"
+#include "server/connection_threads.h"
 #include "server/routes.h"
 
 namespace graphrun::server {
@@ -99,12 +102,20 @@ std::string allowed_headers(const httplib::Request& req) {
     return headers;
 }
 
+// cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when Debian built the
+// library): a burst of connections past it had their SYNs dropped and waited a second for the
+// client's retry. Linux takes a second listen() on the socket as a new backlog.
+class Listener : public httplib::Server {
+  public:
+    void widen_backlog() { ::listen(svr_sock_, kListenBacklog); }
+};
+
 }  // namespace
 
 struct HttpServer::State {
     ServerContext ctx;
     ServerOptions options;
-    httplib::Server http;
+    Listener http;
     int bound_port = -1;
 };
 
@@ -126,16 +137,28 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
     ctx.retry_after_seconds = s.options.retry_after_seconds;
     httplib::Server& http = s.http;
 
-    // Enough threads for every sequence and queued request to hold a connection, and more, so that
-    // /health, /metrics and "busy" answers never wait behind a completion.
-    const size_t threads = size_t(backend.parallel() + backend.max_queue()) + 8;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    // A thread per connection, so /health, /metrics and "busy" answers never wait behind a
+    // completion, an idle keep-alive or a client that sends its headers slowly.
+    const size_t max_connections = s.options.max_connections;
+    http.new_task_queue = [max_connections] { return new ConnectionThreads(max_connections); };
     http.set_payload_max_length(s.options.max_body_bytes);
-    http.set_keep_alive_timeout(5);
+    http.set_read_timeout(kSocketTimeoutSeconds);
+    http.set_write_timeout(kSocketTimeoutSeconds);
+    http.set_keep_alive_timeout(kKeepAliveSeconds);
 
     const std::string key = s.options.api_key;
     const std::vector<std::string> origins = s.options.cors_origins;
-    http.set_pre_routing_handler([&ctx, key, origins](const httplib::Request& req, httplib::Response& res) {
+    http.set_pre_routing_handler([&ctx, key, origins, max_connections](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+        if (ConnectionThreads::over_the_bound()) {
+            res.set_header("Connection", "close");
+            send_error(res,
+                       ApiError(503, "too_many_connections",
+                                "the server has " + std::to_string(max_connections) +
+                                    " connections open, its bound (--max-connections); retry after a moment"),
+                       ctx.retry_after_seconds);
+            return httplib::Server::HandlerResponse::Handled;
+        }
         const bool cors = allow_origin(req, res, origins);
         // A browser's preflight carries no credentials: granted before the key is asked for.
         if (cors && req.method == "OPTIONS" && req.has_header("Access-Control-Request-Method")) {
@@ -208,6 +231,7 @@ int HttpServer::bind() {
     State& s = *state_;
     s.bound_port = s.options.port == 0 ? s.http.bind_to_any_port(s.options.host)
                                        : (s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
+    if (s.bound_port >= 0) s.http.widen_backlog();
     if (s.bound_port < 0)
         throw std::runtime_error("[serve] cannot listen on " + s.options.host + ":" + std::to_string(s.options.port) +
                                  " (in use, or not an address of this machine)");

@@ -45,6 +45,14 @@ std::string served_plan_text(const graph::Graph& graph, int64_t n_ctx);
 // The documented body limit (docs/server.md): larger bodies are refused with 413 before being read.
 inline constexpr size_t kDefaultMaxBodyBytes = size_t(8) << 20;
 
+inline constexpr size_t kDefaultMaxConnections = 256;
+// How long one read or write on a connection may wait before the connection is dropped (headers and
+// bodies alike); a keep-alive connection is closed after kKeepAliveSeconds without a request.
+inline constexpr int kSocketTimeoutSeconds = 5;
+inline constexpr int kKeepAliveSeconds = 5;
+// Connections the kernel holds before they are accepted (capped by net.core.somaxconn).
+inline constexpr int kListenBacklog = 512;
+
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;          // 0: any free port (bind() says which)
@@ -54,6 +62,9 @@ struct ServerOptions {
     // Origins a browser page may call from (--cors-origins): "https://app.example", or "*" for any.
     // Empty: no CORS headers at all, and a preflight is not granted.
     std::vector<std::string> cors_origins{};
+    // Connections served at once, each on a thread of its own (server/connection_threads.h); past
+    // them a connection is answered 503 too_many_connections and closed.
+    size_t max_connections = kDefaultMaxConnections;
 };
 
 class HttpServer {

@@ -110,6 +110,10 @@ void register_serve(CLI::App& app) {
     cmd->add_option("-t,--threads", opt->threads, "threads (0: every core)")
         ->check(whole_number_in(0, tbb::info::default_concurrency(), "the threads this machine runs"));
     cmd->add_option("--api-key", opt->http.api_key, "require 'Authorization: Bearer KEY' (all but /health and /)");
+    cmd->add_option("--max-connections", opt->http.max_connections,
+                    "connections served at once, a thread each; past them 503 too_many_connections")
+        ->check(whole_number_in(1, 1 << 16))
+        ->capture_default_str();
     cmd->add_option("--cors-origins", opt->http.cors_origins,
                     "origins browser pages may call from, comma-separated, or * (default: none)")
         ->delimiter(',');

@@ -10,6 +10,11 @@
 #include <mutex>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "engine/generate.h"
 #include "server/api_request.h"
 #include "tests/common/server_test_util.h"
@@ -545,6 +550,95 @@ TEST(Server, CorsOriginsGetPreflightAndAllowOriginOnEveryAnswer) {
     auto health = none.client().Get("/health", {{"Origin", "https://x.example"}});
     ASSERT_TRUE(health);
     EXPECT_FALSE(health->has_header("Access-Control-Allow-Origin"));
+}
+
+// A loopback connection that sends what it is told, when it is told (or nothing: an idle client).
+class RawConnection {
+  public:
+    explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(uint16_t(port));
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        connected_ = fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    }
+    ~RawConnection() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    RawConnection(const RawConnection&) = delete;
+    RawConnection& operator=(const RawConnection&) = delete;
+    bool connected() const { return connected_; }
+    void send_text(const std::string& text) { (void)::send(fd_, text.data(), text.size(), MSG_NOSIGNAL); }
+
+  private:
+    int fd_;
+    bool connected_ = false;
+};
+
+// The slowest of `n` GETs of /health, each on a connection of its own.
+std::chrono::milliseconds slowest_health(TestServer& server, int n, int* status) {
+    std::chrono::milliseconds slowest{0};
+    for (int i = 0; i < n; ++i) {
+        auto c = server.client();
+        const auto start = std::chrono::steady_clock::now();
+        auto r = c.Get("/health");
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+        *status = r ? r->status : -1;
+        if (*status != 200) return took;
+        slowest = std::max(slowest, took);
+    }
+    return slowest;
+}
+
+// 32 idle connections and 32 that send a header line every 200 ms held every thread of the old fixed
+// pool (parallel + queue + 8 = 28 here), so /health waited seconds for one; each connection has a
+// thread of its own now.
+TEST(Server, SlowAndIdleClientsCannotStarveHealth) {
+    TestServer server;
+    std::vector<std::unique_ptr<RawConnection>> idle, slow;
+    for (int i = 0; i < 32; ++i) {
+        idle.push_back(std::make_unique<RawConnection>(server.port()));
+        slow.push_back(std::make_unique<RawConnection>(server.port()));
+        ASSERT_TRUE(idle.back()->connected() && slow.back()->connected());
+        slow.back()->send_text("POST /v1/completions HTTP/1.1\r\nHost: x\r\n");
+    }
+    std::atomic<bool> done = false;
+    std::thread trickle([&] {
+        for (int line = 0; !done; ++line) {
+            for (auto& c : slow) c->send_text("X-Slow-" + std::to_string(line) + ": 1\r\n");
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all 64 accepted and waiting
+    int status = 0;
+    const std::chrono::milliseconds slowest = slowest_health(server, 5, &status);
+    done = true;
+    trickle.join();
+    EXPECT_EQ(status, 200);
+    EXPECT_LT(slowest.count(), 100) << "GET /health with 64 slow and idle connections open";
+    idle.clear();
+    slow.clear();
+}
+
+// Past --max-connections a connection is answered 503 too_many_connections (and closed), not left
+// waiting; once the others go, it is served again.
+TEST(Server, ConnectionsPastTheBoundAreRefusedClearly) {
+    TestServer server({}, {.max_connections = 4});
+    {
+        std::vector<std::unique_ptr<RawConnection>> idle;
+        for (int i = 0; i < 4; ++i) idle.push_back(std::make_unique<RawConnection>(server.port()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        auto refused = server.client().Get("/health");
+        expect_error(refused, 503, "too_many_connections", "4 connections open");
+        EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+    }
+    int status = 0;
+    for (int i = 0; i < 200 && status != 200; ++i) {
+        if (i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        auto r = server.client().Get("/health");
+        status = r ? r->status : -1;
+    }
+    EXPECT_EQ(status, 200) << "served again once the idle connections closed";
 }
 
 TEST(Server, MetricsInPrometheusText) {
