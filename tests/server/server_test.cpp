@@ -2,18 +2,11 @@
 // on loopback, answers held to the library's own generation.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <mutex>
 #include <thread>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "engine/generate.h"
 #include "server/api_request.h"
@@ -23,6 +16,9 @@ namespace graphrun {
 namespace {
 
 using nlohmann::json;
+using testing::expect_error;
+using testing::post_json;
+using testing::sse_data;
 using testing::TestServer;
 
 // What the CLI generates greedily for `prompt` (BOS first as the tokenizer asks), as text.
@@ -42,31 +38,6 @@ std::string greedy_reference(const std::string& prompt, int64_t n, int64_t n_ctx
         return true;
     });
     return out + text.flush();
-}
-
-json post_json(httplib::Client& c, const std::string& path, const json& body, int expect_status) {
-    auto r = c.Post(path, body.dump(), "application/json");
-    EXPECT_TRUE(r) << path;
-    if (!r) return {};
-    EXPECT_EQ(r->status, expect_status) << path << ": " << r->body;
-    return json::parse(r->body);
-}
-
-// The "data: ..." payloads of an event stream, in order.
-std::vector<std::string> sse_data(const std::string& stream) {
-    std::vector<std::string> out;
-    size_t pos = 0;
-    while (pos < stream.size()) {
-        const size_t end = stream.find("\n\n", pos);
-        EXPECT_NE(end, std::string::npos) << "an event without its blank line: " << stream.substr(pos);
-        if (end == std::string::npos) break;
-        const std::string event = stream.substr(pos, end - pos);
-        pos = end + 2;
-        if (event.rfind(": ", 0) == 0) continue;  // keep-alive comment
-        EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
-        out.push_back(event.substr(6));
-    }
-    return out;
 }
 
 TEST(Server, HealthModelsAndPlan) {
@@ -254,58 +225,6 @@ TEST(Server, LogprobsAreTheModelsLogSoftmax) {
     EXPECT_EQ(lp["text_offset"][0], 0);
 }
 
-// The logprobs are those of the tokens the text is made of: the token that carried a stop string the
-// text leaves out is not among them (text " unto", tokens [" unto", " him"] was the bug), whole and
-// streamed.
-TEST(Server, LogprobsTokensAgreeWithTheTextAStopStringCut) {
-    TestServer server;
-    auto c = server.client();
-    const json body = {{"prompt", "And God said"}, {"max_tokens", 24}, {"temperature", 0}, {"logprobs", 0}};
-    const json full = post_json(c, "/v1/completions", body, 200);
-    const std::string text = full["choices"][0]["text"];
-    const std::vector<std::string> tokens = full["choices"][0]["logprobs"]["tokens"];
-    ASSERT_EQ(tokens.size(), 24u);
-    std::string joined;
-    for (const std::string& t : tokens) joined += t;
-    ASSERT_EQ(joined, text) << "plain word pieces here, so the tokens spell the text";
-    // A stop string that is a whole later token, first found where that token begins.
-    size_t k = 2, begins = 0;
-    for (; k < tokens.size(); ++k) {
-        begins = 0;
-        for (size_t i = 0; i < k; ++i) begins += tokens[i].size();
-        if (tokens[k].size() >= 3 && text.find(tokens[k]) == begins) break;
-    }
-    ASSERT_LT(k, tokens.size()) << text;
-    const std::vector<std::string> expected(tokens.begin(), tokens.begin() + long(k));
-    json stopped = body;
-    stopped["stop"] = tokens[k];
-    const json whole = post_json(c, "/v1/completions", stopped, 200);
-    EXPECT_EQ(whole["choices"][0]["text"], text.substr(0, begins));
-    EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
-    EXPECT_EQ(whole["choices"][0]["logprobs"]["tokens"].get<std::vector<std::string>>(), expected)
-        << "stop '" << tokens[k] << "' in '" << text << "'";
-    EXPECT_EQ(whole["choices"][0]["logprobs"]["token_logprobs"].size(), k);
-
-    stopped["stream"] = true;
-    std::string raw;
-    ASSERT_TRUE(testing::post_streaming(c, "/v1/completions", stopped.dump(), [&](const std::string& d) {
-        raw += d;
-        return true;
-    }));
-    std::vector<std::string> streamed_tokens;
-    std::string streamed_text;
-    for (const std::string& data : sse_data(raw)) {
-        if (data == "[DONE]") continue;
-        const json chunk = json::parse(data);
-        streamed_text += chunk["choices"][0]["text"].get<std::string>();
-        const json& lp = chunk["choices"][0]["logprobs"];
-        if (!lp.is_null())
-            for (const json& t : lp["tokens"]) streamed_tokens.push_back(t);
-    }
-    EXPECT_EQ(streamed_text, text.substr(0, begins));
-    EXPECT_EQ(streamed_tokens, expected);
-}
-
 TEST(Server, TokenizeAndDetokenizeAsLlamaServer) {
     TestServer server;
     auto c = server.client();
@@ -319,24 +238,6 @@ TEST(Server, TokenizeAndDetokenizeAsLlamaServer) {
     const json bad = post_json(c, "/detokenize", {{"tokens", {1, 999999}}}, 400);
     EXPECT_NE(bad["error"]["message"].get<std::string>().find("tokens[1]"), std::string::npos);
     post_json(c, "/tokenize", {{"content", 5}}, 400);
-}
-
-// Each bad request gets its 4xx in OpenAI's shape, with a message naming what was wrong; `param`
-// is the field it names (null when none is given here).
-void expect_error(const httplib::Result& r, int status, const std::string& code, const std::string& message_part,
-                  const std::string& param = {}) {
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, status) << r->body;
-    const json e = json::parse(r->body);
-    ASSERT_TRUE(e.contains("error")) << r->body;
-    EXPECT_EQ(e["error"]["code"], code) << r->body;
-    EXPECT_TRUE(e["error"]["type"].is_string());
-    EXPECT_TRUE(e["error"].contains("param")) << r->body;
-    if (param.empty())
-        EXPECT_TRUE(e["error"]["param"].is_null()) << r->body;
-    else
-        EXPECT_EQ(e["error"]["param"], param) << r->body;
-    EXPECT_NE(e["error"]["message"].get<std::string>().find(message_part), std::string::npos) << r->body;
 }
 
 TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
@@ -411,38 +312,6 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
     EXPECT_EQ(ok["usage"]["completion_tokens"], 3);
 }
 
-// logit_bias is a sampler stage: a token banned with -100 is never the greedy pick, a token lifted
-// by +100 is.
-TEST(Server, LogitBiasSteersGreedySampling) {
-    TestServer server;
-    auto c = server.client();
-    const json plain = post_json(
-        c, "/v1/completions", {{"prompt", "And God said"}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 0}}, 200);
-    const Tokenizer tok = Tokenizer::from_gguf(testing::kjv_model()->file());
-    const std::string first = plain["choices"][0]["logprobs"]["tokens"][0];
-    // The id of that piece, and of a word piece that is not it, found in the vocabulary.
-    int32_t first_id = -1, lifted_id = -1;
-    for (int32_t id = 0; id < tok.n_vocab(); ++id) {
-        const std::string piece = tok.token_to_piece(id);
-        if (piece == first) first_id = id;
-        const bool word = piece.size() >= 4 && piece[0] == ' ' &&
-                          std::all_of(piece.begin() + 1, piece.end(), [](char ch) { return std::isalpha(uint8_t(ch)); });
-        if (lifted_id < 0 && id > 300 && word && piece != first) lifted_id = id;
-    }
-    ASSERT_GE(first_id, 0) << first;
-    ASSERT_GE(lifted_id, 0);
-    const json banned = post_json(c, "/v1/completions",
-                                  {{"prompt", "And God said"}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 0},
-                                   {"logit_bias", {{std::to_string(first_id), -100}}}},
-                                  200);
-    EXPECT_NE(banned["choices"][0]["logprobs"]["tokens"][0], first);
-    const json lifted = post_json(c, "/v1/completions",
-                                  {{"prompt", "And God said"}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 0},
-                                   {"logit_bias", {{std::to_string(lifted_id), 100}}}},
-                                  200);
-    EXPECT_EQ(lifted["choices"][0]["logprobs"]["tokens"][0], tok.token_to_piece(lifted_id));
-}
-
 TEST(Server, ApiKeyIsRequiredEverywhereButHealth) {
     TestServer server({}, {.api_key = "sesame"});
     auto c = server.client();
@@ -477,168 +346,6 @@ TEST(Server, ThePageTakesTheKeyAsBasicAuthentication) {
     EXPECT_EQ(c.Get("/v1/models", {httplib::make_basic_authentication_header("", "sesame")})->status, 200);
     expect_error(c.Get("/v1/models", {httplib::make_basic_authentication_header("sesame", "")}), 401,
                  "invalid_api_key", "not this server's");
-}
-
-// CORS: for an allowed Origin every answer (errors too) names it, and a preflight is granted with 204
-// before any API key is asked for; any other origin, or a server without --cors-origins, gets no
-// CORS header and no preflight.
-TEST(Server, CorsOriginsGetPreflightAndAllowOriginOnEveryAnswer) {
-    TestServer server({}, {.api_key = "sesame", .cors_origins = {"https://app.example", "http://localhost:3000"}});
-    auto c = server.client();
-    const httplib::Headers preflight = {{"Origin", "https://app.example"},
-                                        {"Access-Control-Request-Method", "POST"},
-                                        {"Access-Control-Request-Headers", "content-type, x-stainless-os"}};
-    auto granted = c.Options("/v1/chat/completions", preflight);
-    ASSERT_TRUE(granted);
-    EXPECT_EQ(granted->status, 204) << granted->body;
-    EXPECT_EQ(granted->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
-    EXPECT_EQ(granted->get_header_value("Vary"), "Origin");
-    EXPECT_NE(granted->get_header_value("Access-Control-Allow-Methods").find("POST"), std::string::npos);
-    const std::string headers = granted->get_header_value("Access-Control-Allow-Headers");
-    for (const char* h : {"Authorization", "Content-Type", "x-stainless-os"})
-        EXPECT_NE(headers.find(h), std::string::npos) << h << " in " << headers;
-
-    const httplib::Headers from_app = {{"Origin", "http://localhost:3000"}, {"Authorization", "Bearer sesame"}};
-    auto answer = c.Post("/v1/completions", from_app, R"({"prompt": "And", "max_tokens": 2, "temperature": 0})",
-                         "application/json");
-    ASSERT_TRUE(answer);
-    EXPECT_EQ(answer->status, 200);
-    EXPECT_EQ(answer->get_header_value("Access-Control-Allow-Origin"), "http://localhost:3000");
-    std::string raw;
-    auto streamed = c.Post("/v1/completions", from_app,
-                           R"({"prompt": "And", "max_tokens": 2, "temperature": 0, "stream": true})",
-                           "application/json");
-    ASSERT_TRUE(streamed);
-    EXPECT_EQ(streamed->get_header_value("Access-Control-Allow-Origin"), "http://localhost:3000");
-    EXPECT_NE(streamed->body.find("[DONE]"), std::string::npos);
-    // Errors too, so the page can read them: no key, no route.
-    auto no_key = c.Get("/v1/models", {{"Origin", "https://app.example"}});
-    ASSERT_TRUE(no_key);
-    EXPECT_EQ(no_key->status, 401);
-    EXPECT_EQ(no_key->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
-    auto no_route = c.Get("/v9", {{"Origin", "https://app.example"}, {"Authorization", "Bearer sesame"}});
-    ASSERT_TRUE(no_route);
-    EXPECT_EQ(no_route->status, 404);
-    EXPECT_EQ(no_route->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
-
-    // Another origin: no preflight (the key is still asked for), no CORS headers.
-    auto stranger = c.Options("/v1/chat/completions", {{"Origin", "https://evil.example"},
-                                                       {"Access-Control-Request-Method", "POST"}});
-    ASSERT_TRUE(stranger);
-    EXPECT_NE(stranger->status, 204);
-    EXPECT_FALSE(stranger->has_header("Access-Control-Allow-Origin"));
-    auto models = c.Get("/v1/models", {{"Origin", "https://evil.example"}, {"Authorization", "Bearer sesame"}});
-    ASSERT_TRUE(models);
-    EXPECT_EQ(models->status, 200);
-    EXPECT_FALSE(models->has_header("Access-Control-Allow-Origin"));
-
-    // "*": any origin.
-    TestServer any({}, {.cors_origins = {"*"}});
-    auto anywhere = any.client().Options("/v1/completions", {{"Origin", "https://x.example"},
-                                                             {"Access-Control-Request-Method", "POST"}});
-    ASSERT_TRUE(anywhere);
-    EXPECT_EQ(anywhere->status, 204);
-    EXPECT_EQ(anywhere->get_header_value("Access-Control-Allow-Origin"), "https://x.example");
-
-    // Without --cors-origins: nothing.
-    TestServer none;
-    auto refused = none.client().Options("/v1/completions", {{"Origin", "https://x.example"},
-                                                             {"Access-Control-Request-Method", "POST"}});
-    ASSERT_TRUE(refused);
-    EXPECT_NE(refused->status, 204);
-    EXPECT_FALSE(refused->has_header("Access-Control-Allow-Origin"));
-    auto health = none.client().Get("/health", {{"Origin", "https://x.example"}});
-    ASSERT_TRUE(health);
-    EXPECT_FALSE(health->has_header("Access-Control-Allow-Origin"));
-}
-
-// A loopback connection that sends what it is told, when it is told (or nothing: an idle client).
-class RawConnection {
-  public:
-    explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_port = htons(uint16_t(port));
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        connected_ = fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    }
-    ~RawConnection() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    RawConnection(const RawConnection&) = delete;
-    RawConnection& operator=(const RawConnection&) = delete;
-    bool connected() const { return connected_; }
-    void send_text(const std::string& text) { (void)::send(fd_, text.data(), text.size(), MSG_NOSIGNAL); }
-
-  private:
-    int fd_;
-    bool connected_ = false;
-};
-
-// The slowest of `n` GETs of /health, each on a connection of its own.
-std::chrono::milliseconds slowest_health(TestServer& server, int n, int* status) {
-    std::chrono::milliseconds slowest{0};
-    for (int i = 0; i < n; ++i) {
-        auto c = server.client();
-        const auto start = std::chrono::steady_clock::now();
-        auto r = c.Get("/health");
-        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-        *status = r ? r->status : -1;
-        if (*status != 200) return took;
-        slowest = std::max(slowest, took);
-    }
-    return slowest;
-}
-
-// 32 idle connections and 32 that send a header line every 200 ms held every thread of the old fixed
-// pool (parallel + queue + 8 = 28 here), so /health waited seconds for one; each connection has a
-// thread of its own now.
-TEST(Server, SlowAndIdleClientsCannotStarveHealth) {
-    TestServer server;
-    std::vector<std::unique_ptr<RawConnection>> idle, slow;
-    for (int i = 0; i < 32; ++i) {
-        idle.push_back(std::make_unique<RawConnection>(server.port()));
-        slow.push_back(std::make_unique<RawConnection>(server.port()));
-        ASSERT_TRUE(idle.back()->connected() && slow.back()->connected());
-        slow.back()->send_text("POST /v1/completions HTTP/1.1\r\nHost: x\r\n");
-    }
-    std::atomic<bool> done = false;
-    std::thread trickle([&] {
-        for (int line = 0; !done; ++line) {
-            for (auto& c : slow) c->send_text("X-Slow-" + std::to_string(line) + ": 1\r\n");
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all 64 accepted and waiting
-    int status = 0;
-    const std::chrono::milliseconds slowest = slowest_health(server, 5, &status);
-    done = true;
-    trickle.join();
-    EXPECT_EQ(status, 200);
-    EXPECT_LT(slowest.count(), 100) << "GET /health with 64 slow and idle connections open";
-    idle.clear();
-    slow.clear();
-}
-
-// Past --max-connections a connection is answered 503 too_many_connections (and closed), not left
-// waiting; once the others go, it is served again.
-TEST(Server, ConnectionsPastTheBoundAreRefusedClearly) {
-    TestServer server({}, {.max_connections = 4});
-    {
-        std::vector<std::unique_ptr<RawConnection>> idle;
-        for (int i = 0; i < 4; ++i) idle.push_back(std::make_unique<RawConnection>(server.port()));
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        auto refused = server.client().Get("/health");
-        expect_error(refused, 503, "too_many_connections", "4 connections open");
-        EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
-    }
-    int status = 0;
-    for (int i = 0; i < 200 && status != 200; ++i) {
-        if (i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        auto r = server.client().Get("/health");
-        status = r ? r->status : -1;
-    }
-    EXPECT_EQ(status, 200) << "served again once the idle connections closed";
 }
 
 TEST(Server, MetricsInPrometheusText) {
