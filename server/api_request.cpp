@@ -1,8 +1,11 @@
 // server/api_request.cpp — see api_request.h.
 #include "server/api_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,8 +19,9 @@ using nlohmann::json;
 
 namespace {
 
-[[noreturn]] void bad(const std::string& message, const char* code = "invalid_value") {
-    throw ApiError(400, code, message);
+// A 400 about the field `param` (as the message names it: "stop[2]", "messages[0].role").
+[[noreturn]] void bad(const std::string& param, const std::string& message, const char* code = "invalid_value") {
+    throw ApiError(400, code, message, param);
 }
 
 const char* json_type(const json& v) {
@@ -32,8 +36,8 @@ const json* field(const json& body, const char* name) {
     return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
-void wrong_type(const std::string& name, const char* expected, const json& v) {
-    bad("'" + name + "' must be " + expected + ", got " + json_type(v), "invalid_type");
+[[noreturn]] void wrong_type(const std::string& name, const char* expected, const json& v) {
+    bad(name, "'" + name + "' must be " + expected + ", got " + json_type(v), "invalid_type");
 }
 
 double get_number(const json& body, const char* name, double fallback, double lo, double hi) {
@@ -42,7 +46,7 @@ double get_number(const json& body, const char* name, double fallback, double lo
     if (!v->is_number()) wrong_type(name, "a number", *v);
     const double x = v->get<double>();
     if (!(x >= lo && x <= hi))
-        bad("'" + std::string(name) + "' must be in [" + json(lo).dump() + ", " + json(hi).dump() + "], got " +
+        bad(name, "'" + std::string(name) + "' must be in [" + json(lo).dump() + ", " + json(hi).dump() + "], got " +
             v->dump());
     return x;
 }
@@ -55,7 +59,7 @@ int64_t get_integer(const json& body, const char* name, int64_t fallback, int64_
         wrong_type(name, "an integer", *v);
     const double x = v->get<double>();
     if (!(x >= double(lo) && x <= double(hi)))
-        bad("'" + std::string(name) + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+        bad(name, "'" + std::string(name) + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
             "], got " + v->dump());
     return v->is_number_unsigned() ? int64_t(v->get<uint64_t>()) : v->get<int64_t>();
 }
@@ -82,9 +86,9 @@ std::vector<std::string> get_stop(const json& body) {
         wrong_type("stop", "a string or an array of strings", *v);
     }
     if (stop.size() > kMaxStopStrings)
-        bad("'stop' holds " + std::to_string(stop.size()) + " strings, at most " + std::to_string(kMaxStopStrings));
+        bad("stop", "'stop' holds " + std::to_string(stop.size()) + " strings, at most " + std::to_string(kMaxStopStrings));
     for (size_t i = 0; i < stop.size(); ++i)
-        if (stop[i].empty()) bad("'stop[" + std::to_string(i) + "]' is empty");
+        if (stop[i].empty()) bad("stop[" + std::to_string(i) + "]", "'stop[" + std::to_string(i) + "]' is empty");
     return stop;
 }
 
@@ -99,41 +103,222 @@ std::string message_content(const json& content, const std::string& where) {
         if (!part.is_object()) wrong_type(at, "an object", part);
         const json* type = field(part, "type");
         if (!type || !type->is_string() || type->get<std::string>() != "text")
-            bad("'" + at + ".type' must be \"text\" (this model reads text only)");
+            bad(at + ".type", "'" + at + ".type' must be \"text\" (this model reads text only)");
         const json* t = field(part, "text");
-        if (!t || !t->is_string()) bad("'" + at + ".text' must be a string", "invalid_type");
+        if (!t || !t->is_string()) bad(at + ".text", "'" + at + ".text' must be a string", "invalid_type");
         text += t->get<std::string>();
     }
     return text;
 }
 
+// A field no request of this endpoint may carry: a misspelt name, or a field of OpenAI's API that
+// graphrun does not know. Refused, so that no client mistakes an answer for one that applied it.
+[[noreturn]] void unknown_field(const std::string& name, const std::string& where) {
+    bad(name, "'" + name + "' is not a field " + where +
+                  " graphrun serve knows; it is refused rather than ignored (docs/server.md lists the fields)",
+        "unknown_field");
+}
+
+// A field graphrun knows but does not honour (yet) with this value: refused, naming it.
+[[noreturn]] void unsupported(const std::string& name, const std::string& why) {
+    bad(name, "'" + name + "' " + why + ", which graphrun serve does not do (docs/server.md lists the fields)",
+        "unsupported_value");
+}
+
+bool listed(std::span<const std::string_view> names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Each field of a message is honoured, accepted without effect (`name`, `refusal`, `annotations`:
+// no chat template graphrun renders shows them) or refused.
+void check_message_fields(const json& m, const std::string& at) {
+    for (const auto& [key, value] : m.items()) {
+        if (value.is_null() || key == "role" || key == "content") continue;
+        const std::string name = at + "." + key;
+        if (key == "name" || key == "refusal") {
+            if (!value.is_string()) wrong_type(name, "a string", value);
+        } else if (key == "annotations") {
+            if (!value.is_array()) wrong_type(name, "an array", value);
+        } else if (key == "tool_calls" || key == "tool_call_id") {
+            continue;  // read by get_messages
+        } else {
+            unknown_field(name, "of a message");
+        }
+    }
+}
+
+// logit_bias: {"token id": bias}, the ids as decimal strings (JSON keys), biases in [-100, 100]
+// added to the logits before sampling. Ids are held to the vocabulary where it is known
+// (CompletionRun); here only their form.
+std::vector<LogitBias> get_logit_bias(const json& body) {
+    const json* v = field(body, "logit_bias");
+    if (!v) return {};
+    if (!v->is_object()) wrong_type("logit_bias", "an object of token ids (as strings) to biases", *v);
+    std::vector<LogitBias> biases;
+    for (const auto& [key, value] : v->items()) {
+        const std::string at = "logit_bias[\"" + (key.size() > 32 ? key.substr(0, 32) + "..." : key) + "\"]";
+        const bool digits = !key.empty() && key.size() <= 10 &&
+                            std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits || std::stoll(key) > std::numeric_limits<int32_t>::max())
+            bad("logit_bias", "'logit_bias' keys are token ids in decimal; " + at + " is not one");
+        if (!value.is_number()) wrong_type(at, "a number", value);
+        const double bias = value.get<double>();
+        if (!(bias >= -100 && bias <= 100))
+            bad("logit_bias", "'" + at + "' must be in [-100, 100], got " + value.dump());
+        biases.push_back({int32_t(std::stoll(key)), float(bias)});
+    }
+    return biases;
+}
+
+// Fields accepted without effect on the answer (docs/server.md says why each), and the fields of
+// OpenAI's API graphrun refuses unless their value asks for what it does anyway; then any field
+// left is unknown and refused. A null field is an absent one.
+void check_other_fields(const json& body, bool chat) {
+    // Honoured: read by parse_completion_request.
+    static constexpr std::string_view kHonoured[] = {
+        "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
+        "repeat_penalty", "seed", "stop", "stream", "stream_options", "logprobs", "logit_bias", "n"};
+    static constexpr std::string_view kHonouredChat[] = {"messages", "max_completion_tokens", "top_logprobs"};
+    static constexpr std::string_view kHonouredCompletions[] = {"prompt"};
+    static constexpr std::string_view kNoEffectStrings[] = {"user", "safety_identifier", "prompt_cache_key",
+                                                            "service_tier"};
+    for (const auto& [key, value] : body.items()) {
+        if (value.is_null() || listed(kHonoured, key) ||
+            (chat ? listed(kHonouredChat, key) : listed(kHonouredCompletions, key)))
+            continue;
+        // Without effect: identifiers and hints for OpenAI's own bookkeeping, billing and caching.
+        if (listed(kNoEffectStrings, key)) {
+            if (!value.is_string()) wrong_type(key, "a string", value);
+        } else if (key == "metadata") {
+            if (!value.is_object()) wrong_type(key, "an object", value);
+        } else if (key == "store") {
+            if (!value.is_boolean()) wrong_type(key, "a boolean", value);
+            if (value.get<bool>()) unsupported(key, "is true: it asks for the answer to be kept for later retrieval");
+        } else if (chat && key == "parallel_tool_calls") {
+            if (!value.is_boolean()) wrong_type(key, "a boolean", value);  // no tools are called at all
+        } else if (chat && key == "response_format") {
+            const json* type = value.is_object() ? field(value, "type") : nullptr;
+            if (!type || !type->is_string())
+                bad(key, "'response_format' must be an object with a 'type' string", "invalid_type");
+            if (type->get<std::string>() != "text")
+                unsupported(key, "asks for " + type->dump() + ": structured output (constrained decoding)");
+        } else if (chat && (key == "tools" || key == "functions")) {
+            if (!value.is_array()) wrong_type(key, "an array", value);
+            if (!value.empty()) unsupported(key, "holds " + std::to_string(value.size()) + " tools: tool calling");
+        } else if (chat && (key == "tool_choice" || key == "function_call")) {
+            // "none" is what happens; so is "auto" while no tools are given (tools are refused).
+            const bool no_call = value.is_string() && (value.get<std::string>() == "none" ||
+                                                       value.get<std::string>() == "auto");
+            if (!no_call) unsupported(key, "is " + value.dump() + ": tool calling");
+        } else if (chat && key == "modalities") {
+            if (!value.is_array()) wrong_type(key, "an array", value);
+            for (const json& m : value)
+                if (m != "text") unsupported(key, "asks for " + m.dump() + " output: this server answers text");
+        } else if (chat && key == "audio") {
+            unsupported(key, "asks for audio output");
+        } else if (!chat && key == "best_of") {
+            if (get_integer(body, "best_of", 1, 1, std::numeric_limits<int32_t>::max()) != 1)
+                unsupported(key, "is " + value.dump() + ": more than one candidate per request");
+        } else if (!chat && key == "echo") {
+            if (get_bool(body, "echo", false)) unsupported(key, "is true: the prompt echoed in the answer");
+        } else if (!chat && key == "suffix") {
+            if (!value.is_string()) wrong_type(key, "a string", value);
+            if (!value.get<std::string>().empty()) unsupported(key, "is set: text inserted before a suffix");
+        } else {
+            unknown_field(key, chat ? "of /v1/chat/completions" : "of /v1/completions");
+        }
+    }
+}
+
+// A tool call of an assistant message, written as the Hermes/Qwen tool format writes it (the form
+// chat models that call tools were trained on, and readable to those that were not):
+//   <tool_call>
+//   {"name": "get_weather", "arguments": {"city": "Paris"}}
+//   </tool_call>
+// `arguments` is OpenAI's JSON text, written as it came (it is not parsed: it can be anything).
+std::string tool_call_text(const json& call, const std::string& at) {
+    if (!call.is_object()) wrong_type(at, "an object", call);
+    for (const auto& [key, value] : call.items())
+        if (!value.is_null() && key != "id" && key != "type" && key != "function")
+            unknown_field(at + "." + key, "of a tool call");
+    if (const json* type = field(call, "type"); type && *type != "function")
+        bad(at + ".type", "'" + at + ".type' must be \"function\", got " + type->dump());
+    if (const json* id = field(call, "id"); id && !id->is_string()) wrong_type(at + ".id", "a string", *id);
+    const json* function = field(call, "function");
+    if (!function) bad(at + ".function", "'" + at + ".function' is missing", "missing_field");
+    if (!function->is_object()) wrong_type(at + ".function", "an object", *function);
+    for (const auto& [key, value] : function->items())
+        if (!value.is_null() && key != "name" && key != "arguments")
+            unknown_field(at + ".function." + key, "of a function call");
+    const json* name = field(*function, "name");
+    if (!name) bad(at + ".function.name", "'" + at + ".function.name' is missing", "missing_field");
+    if (!name->is_string()) wrong_type(at + ".function.name", "a string", *name);
+    std::string arguments = "{}";
+    if (const json* args = field(*function, "arguments")) {
+        if (!args->is_string()) wrong_type(at + ".function.arguments", "a string (JSON text)", *args);
+        arguments = args->get<std::string>();
+    }
+    return "<tool_call>\n{\"name\": " + name->dump(-1, ' ', false, json::error_handler_t::replace) +
+           ", \"arguments\": " + arguments + "}\n</tool_call>";
+}
+
 std::vector<ChatMessage> get_messages(const json& body) {
     const json* v = field(body, "messages");
-    if (!v) bad("'messages' is missing: a chat completion needs at least one message", "missing_field");
+    if (!v) bad("messages", "'messages' is missing: a chat completion needs at least one message", "missing_field");
     if (!v->is_array()) wrong_type("messages", "an array", *v);
-    if (v->empty()) bad("'messages' is empty: a chat completion needs at least one message");
+    if (v->empty()) bad("messages", "'messages' is empty: a chat completion needs at least one message");
     std::vector<ChatMessage> messages;
     for (size_t i = 0; i < v->size(); ++i) {
         const json& m = (*v)[i];
         const std::string at = "messages[" + std::to_string(i) + "]";
         if (!m.is_object()) wrong_type(at, "an object", m);
         const json* role = field(m, "role");
-        if (!role) bad("'" + at + ".role' is missing", "missing_field");
+        if (!role) bad(at + ".role", "'" + at + ".role' is missing", "missing_field");
         if (!role->is_string()) wrong_type(at + ".role", "a string", *role);
         const std::string r = role->get<std::string>();
-        if (r != "system" && r != "user" && r != "assistant" && r != "developer")
-            bad("'" + at + ".role' must be system, developer, user or assistant, got \"" + r + "\"");
+        if (r != "system" && r != "user" && r != "assistant" && r != "developer" && r != "tool")
+            bad(at + ".role",
+                "'" + at + ".role' must be system, developer, user, assistant or tool, got \"" + r + "\"");
+        check_message_fields(m, at);
         const json* content = field(m, "content");
-        if (!content) bad("'" + at + ".content' is missing", "missing_field");
+        const json* calls = field(m, "tool_calls");
+        if (calls && r != "assistant")
+            bad(at + ".tool_calls", "'" + at + ".tool_calls' is for assistant messages, this one is " + r);
+        if (calls && !calls->is_array()) wrong_type(at + ".tool_calls", "an array", *calls);
+        const bool has_calls = calls && !calls->empty();
+        // An assistant message that calls tools may have no content (OpenAI sends null).
+        if (!content && !has_calls) bad(at + ".content", "'" + at + ".content' is missing", "missing_field");
+        std::string text = content ? message_content(*content, at + ".content") : std::string();
+        if (r == "tool") {
+            const json* id = field(m, "tool_call_id");
+            if (!id)
+                bad(at + ".tool_call_id", "'" + at + ".tool_call_id' is missing: a tool message answers a call",
+                    "missing_field");
+            if (!id->is_string()) wrong_type(at + ".tool_call_id", "a string", *id);
+            // Consecutive tool results (parallel calls) are one user turn, so every template keeps its
+            // alternation of user and assistant.
+            const std::string wrapped = "<tool_response>\n" + text + "\n</tool_response>";
+            if (!messages.empty() && messages.back().role == "user" && (*v)[i - 1].value("role", "") == "tool")
+                messages.back().content += "\n" + wrapped;
+            else
+                messages.push_back({"user", wrapped});
+            continue;
+        }
+        if (field(m, "tool_call_id"))
+            bad(at + ".tool_call_id", "'" + at + ".tool_call_id' is for tool messages, this one is " + r);
+        // The calls follow what the assistant said, each on lines of its own.
+        for (size_t j = 0; has_calls && j < calls->size(); ++j)
+            text += (text.empty() ? "" : "\n") +
+                    tool_call_text((*calls)[j], at + ".tool_calls[" + std::to_string(j) + "]");
         // OpenAI's "developer" is the system message of newer models.
-        messages.push_back({r == "developer" ? "system" : r, message_content(*content, at + ".content")});
+        messages.push_back({r == "developer" ? "system" : r, std::move(text)});
     }
     return messages;
 }
 
 void get_prompt(const json& body, CompletionRequest& r) {
     const json* v = field(body, "prompt");
-    if (!v) bad("'prompt' is missing", "missing_field");
+    if (!v) bad("prompt", "'prompt' is missing", "missing_field");
     if (v->is_string()) {
         r.prompt = v->get<std::string>();
         return;
@@ -144,14 +329,14 @@ void get_prompt(const json& body, CompletionRequest& r) {
         return;
     }
     if (!v->empty() && (*v)[0].is_string())
-        bad("'prompt' holds " + std::to_string(v->size()) + " prompts; this server answers one per request");
+        bad("prompt", "'prompt' holds " + std::to_string(v->size()) + " prompts; this server answers one per request");
     r.prompt_is_ids = true;
     for (size_t i = 0; i < v->size(); ++i) {
         const json& id = (*v)[i];
         if (!id.is_number_integer()) wrong_type("prompt[" + std::to_string(i) + "]", "a token id (an integer)", id);
         const int64_t x = id.get<int64_t>();
         if (x < 0 || x > std::numeric_limits<int32_t>::max())
-            bad("'prompt[" + std::to_string(i) + "]' is not a token id: " + id.dump());
+            bad("prompt[" + std::to_string(i) + "]", "'prompt[" + std::to_string(i) + "]' is not a token id: " + id.dump());
         r.prompt_ids.push_back(int32_t(x));
     }
 }
@@ -160,25 +345,25 @@ void get_prompt(const json& body, CompletionRequest& r) {
 
 json parse_json_object(const std::string& body) {
     if (const size_t at = graph::json_too_deep_at(body, kMaxRequestDepth); at != std::string::npos)
-        bad("the body nests arrays and objects deeper than " + std::to_string(kMaxRequestDepth) + " levels at byte " +
+        bad("", "the body nests arrays and objects deeper than " + std::to_string(kMaxRequestDepth) + " levels at byte " +
                 std::to_string(at),
             "invalid_json");
     json parsed;
     try {
         parsed = json::parse(body);
     } catch (const json::parse_error& e) {
-        bad("the body is not valid JSON: byte " + std::to_string(e.byte) + ": " + e.what(), "invalid_json");
+        bad("", "the body is not valid JSON: byte " + std::to_string(e.byte) + ": " + e.what(), "invalid_json");
     } catch (const json::out_of_range& e) {  // a number past a double, such as 1e400 (server_request_fuzz)
-        bad(std::string("the body is not valid JSON: a number is out of range: ") + e.what(), "invalid_json");
+        bad("", std::string("the body is not valid JSON: a number is out of range: ") + e.what(), "invalid_json");
     }
-    if (!parsed.is_object()) bad(std::string("the body must be a JSON object, got ") + json_type(parsed), "invalid_json");
+    if (!parsed.is_object()) bad("", std::string("the body must be a JSON object, got ") + json_type(parsed), "invalid_json");
     return parsed;
 }
 
 TokenizeRequest parse_tokenize_request(const json& body) {
     TokenizeRequest r;
     const json* content = field(body, "content");
-    if (!content) bad("'content' is missing: the text to tokenize", "missing_field");
+    if (!content) bad("content", "'content' is missing: the text to tokenize", "missing_field");
     if (!content->is_string()) wrong_type("content", "a string", *content);
     r.content = content->get<std::string>();
     r.add_special = get_bool(body, "add_special", false);
@@ -188,7 +373,7 @@ TokenizeRequest parse_tokenize_request(const json& body) {
 
 std::vector<int32_t> parse_detokenize_request(const json& body, int64_t n_vocab) {
     const json* tokens = field(body, "tokens");
-    if (!tokens) bad("'tokens' is missing: the token ids to turn into text", "missing_field");
+    if (!tokens) bad("tokens", "'tokens' is missing: the token ids to turn into text", "missing_field");
     if (!tokens->is_array()) wrong_type("tokens", "an array", *tokens);
     std::vector<int32_t> ids;
     ids.reserve(tokens->size());
@@ -198,7 +383,7 @@ std::vector<int32_t> parse_detokenize_request(const json& body, int64_t n_vocab)
         // The type, not the value: an array or a string here can be megabytes long.
         if (!t.is_number_integer()) wrong_type(at, "a token id (an integer)", t);
         if (t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
-            bad("'" + at + "' is not a token id of this vocabulary (0 to " + std::to_string(n_vocab - 1) +
+            bad(at, "'" + at + "' is not a token id of this vocabulary (0 to " + std::to_string(n_vocab - 1) +
                 "): " + t.dump());
         ids.push_back(int32_t(t.get<int64_t>()));
     }
@@ -224,7 +409,8 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     // The scheduler's own ceiling (graph/limits.h): above it the job would be refused in its words.
     r.max_tokens = get_integer(body, "max_tokens", -1, 1, graph::kMaxPredict);
     if (chat) r.max_tokens = get_integer(body, "max_completion_tokens", r.max_tokens, 1, graph::kMaxPredict);
-    if (get_integer(body, "n", 1, 1, 1) != 1) bad("'n' must be 1");
+    if (const int64_t n = get_integer(body, "n", 1, 1, std::numeric_limits<int32_t>::max()); n != 1)
+        unsupported("n", "is " + std::to_string(n) + ": more than one choice per request");
 
     SamplerParams& s = r.sampling;
     s.temperature = float(get_number(body, "temperature", s.temperature, 0, 2));
@@ -237,17 +423,24 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     // Seeds std::mt19937, so 32 bits; -1 (llama-server's "random") or absent draws one.
     const int64_t seed = get_integer(body, "seed", -1, -1, 0xFFFFFFFFLL);
     s.seed = seed < 0 ? kSamplerRandomSeed : uint64_t(seed);
+    s.logit_bias = get_logit_bias(body);
 
     r.stop = get_stop(body);
     r.stream = get_bool(body, "stream", false);
     if (const json* opts = field(body, "stream_options")) {
         if (!opts->is_object()) wrong_type("stream_options", "an object", *opts);
+        for (const auto& [key, value] : opts->items()) {
+            if (value.is_null()) continue;
+            // include_obfuscation pads chunks against a side channel of OpenAI's; nothing to pad here.
+            if (key != "include_usage" && key != "include_obfuscation") unknown_field("stream_options." + key, "of stream_options");
+            if (!value.is_boolean()) wrong_type("stream_options." + key, "a boolean", value);
+        }
         r.include_usage = get_bool(*opts, "include_usage", false);
     }
     if (chat) {
         r.logprobs = get_bool(body, "logprobs", false);
         r.top_logprobs = int(get_integer(body, "top_logprobs", 0, 0, kMaxTopLogprobs));
-        if (r.top_logprobs > 0 && !r.logprobs) bad("'top_logprobs' needs 'logprobs': true");
+        if (r.top_logprobs > 0 && !r.logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
     } else {
         // Completions' logprobs is the number of alternatives (0 to 5), null for none.
         const json* v = field(body, "logprobs");
@@ -256,6 +449,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
             r.top_logprobs = int(get_integer(body, "logprobs", 0, 0, 5));
         }
     }
+    check_other_fields(body, chat);
     return r;
 }
 

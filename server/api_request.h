@@ -2,9 +2,13 @@
 // /detokenize, checked.
 //
 // Fields as OpenAI (and llama-server, for top_k, min_p, repeat_penalty) define them. A field that
-// is absent or null takes its default; unknown fields are ignored; a known field of the wrong type
-// or out of its range is an ApiError 400 whose message names the field, what it must be and what
-// it was. Sampling defaults are llama.cpp's (runtime/text/sampler.h), as llama-server's are.
+// is absent or null takes its default. Nothing is ignored silently: every other field is honoured,
+// on a short documented list of fields accepted without effect (user, metadata, ...), or an
+// ApiError 400 whose `param` names it — an unknown field, or one graphrun does not honour yet with
+// the value given (tools, response_format json_schema, n > 1, echo; docs/server.md lists them).
+// A known field of the wrong type or out of its range is a 400 too; each message names the field,
+// what it must be and what it was. Sampling defaults are llama.cpp's (runtime/text/sampler.h), as
+// llama-server's are.
 // These functions throw nothing but ApiError (fuzz/server_request_fuzz.cpp holds them to that).
 #pragma once
 

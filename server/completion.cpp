@@ -55,7 +55,8 @@ std::vector<int32_t> prompt_ids(const ModelInfo& info, const CompletionRequest& 
         if (r.prompt_ids[i] >= info.n_vocab)
             throw ApiError(400, "invalid_value",
                            "'prompt[" + std::to_string(i) + "]' is token " + std::to_string(r.prompt_ids[i]) +
-                               ", outside the vocabulary of " + std::to_string(info.n_vocab));
+                               ", outside the vocabulary of " + std::to_string(info.n_vocab),
+                           "prompt[" + std::to_string(i) + "]");
     return r.prompt_ids;
 }
 
@@ -68,13 +69,21 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
       jobs_(jobs),
       request_(std::move(request)),
       arrival_(std::chrono::steady_clock::now()) {
+    for (const LogitBias& b : request_.sampling.logit_bias)
+        if (b.token >= info.n_vocab)
+            throw ApiError(400, "invalid_value",
+                           "'logit_bias' names token " + std::to_string(b.token) + ", outside the vocabulary of " +
+                               std::to_string(info.n_vocab),
+                           "logit_bias");
     prompt_ = prompt_ids(info, request_);
     const int64_t n_ctx = backend.n_ctx();
-    if (prompt_.empty()) throw ApiError(400, "invalid_value", "'prompt' is empty");
+    const char* prompt_field = request_.chat ? "messages" : "prompt";
+    if (prompt_.empty()) throw ApiError(400, "invalid_value", "'prompt' is empty", prompt_field);
     if (int64_t(prompt_.size()) >= n_ctx)
         throw ApiError(400, "context_length_exceeded",
                        "the prompt is " + std::to_string(prompt_.size()) + " tokens long; the context holds " +
-                           std::to_string(n_ctx) + " (--ctx-size), with room for at least one generated token");
+                           std::to_string(n_ctx) + " (--ctx-size), with room for at least one generated token",
+                       prompt_field);
 
     const ChatTemplate* chat = request_.chat ? &info.chat_template : nullptr;
     text_.emplace(info.tokenizer, chat, request_.stop);
@@ -103,9 +112,8 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     try {
         job_ = backend.submit(std::move(job), std::move(on_event));
     } catch (const BackendBusy& e) {
-        throw ApiError(503, "server_busy",
-                       std::string("every sequence is busy and the queue is full (") + e.what() +
-                           "); retry after a moment");
+        // The backend's words say what is full ("the queue is full (3 requests waiting, 4 running)").
+        throw ApiError(503, "server_busy", std::string("every sequence is busy: ") + e.what() + "; retry after a moment");
     } catch (const JobRefused& e) {
         throw ApiError(400, "invalid_value", e.what());
     } catch (const std::invalid_argument& e) {  // sampler_validate
@@ -115,10 +123,18 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
 }
 
 CompletionRun::~CompletionRun() {
-    if (!finished_ && job_) {
-        backend_.cancel(job_);
-        jobs_.remove(job_);
+    if (finished_ || !job_) return;
+    backend_.cancel(job_);
+    jobs_.remove(job_);
+    // Its client went away: the tokens generated still count, those read and those not read yet
+    // (past a stop string, none are counted, as in next()).
+    int64_t unread = 0;
+    {
+        std::lock_guard lock(channel_->mutex);
+        for (const Event& ev : channel_->events)
+            if (ev.token >= 0 && !text_done_) ++unread;
     }
+    metrics_.count_tokens(prompt_tokens(), completion_tokens_ + unread);
 }
 
 void CompletionRun::cancel() {
@@ -142,7 +158,7 @@ std::optional<CompletionRun::Piece> CompletionRun::next(std::chrono::millisecond
             else
                 metrics_.observe_token(std::chrono::duration<double>(ev.at - last_token_).count());
             last_token_ = ev.at;
-            if (request_.logprobs) piece.logprobs.push_back(ev.logprob);
+            if (request_.logprobs) held_logprobs_.emplace_back(text_->received(), std::move(ev.logprob));
             if (ev.finish != Finish::Stop) {  // a stop id is not part of the text
                 ReplyText::Step step = text_->push(ev.token);
                 piece.text += step.text;
@@ -165,6 +181,16 @@ std::optional<CompletionRun::Piece> CompletionRun::next(std::chrono::millisecond
         piece.last = true;
         piece.finish_reason = finish_reason_;
     }
+    // The tokens whose text has begun to be shown; at the end, all of them but those a stop string or
+    // the end of the turn left out (text " unto" from tokens " unto", " him" with stop " him": " unto").
+    // Tokens that add no text (a stop id at the end of a completion) go with the last piece.
+    const size_t shown = text_->shown().size();
+    while (!held_logprobs_.empty() &&
+           (held_logprobs_.front().first < shown || (finished_ && !text_done_))) {
+        piece.logprobs.push_back(std::move(held_logprobs_.front().second));
+        held_logprobs_.pop_front();
+    }
+    if (finished_) held_logprobs_.clear();
     return piece;
 }
 

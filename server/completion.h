@@ -91,6 +91,10 @@ class CompletionRun {
     std::vector<int32_t> prompt_;
     std::shared_ptr<Channel> channel_ = std::make_shared<Channel>();
     std::optional<ReplyText> text_;
+    // Log-probabilities of tokens whose text is not shown yet (a possible stop string's beginning),
+    // with where their text begins (ReplyText::received()): released with the text, or dropped when
+    // a stop string or the end of the turn cuts it off.
+    std::deque<std::pair<size_t, TokenLogprob>> held_logprobs_;
     uint64_t job_ = 0;
     bool finished_ = false;    // the last event came
     bool text_done_ = false;   // a stop string or end of turn ended the text (the job was cancelled)

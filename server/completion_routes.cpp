@@ -58,7 +58,7 @@ void answer_whole(ServerContext& ctx, CompletionRun& run, const AnswerHeader& h,
 }
 
 void answer_stream(ServerContext& ctx, std::shared_ptr<CompletionRun> run, const AnswerHeader& h,
-                   std::shared_ptr<InFlight> in_flight, httplib::Response& res) {
+                   std::shared_ptr<InFlight> in_flight, const std::string& endpoint, httplib::Response& res) {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     auto provider = [&ctx, run, h, in_flight, first = true, offset = size_t(0)](size_t,
@@ -90,9 +90,11 @@ void answer_stream(ServerContext& ctx, std::shared_ptr<CompletionRun> run, const
         sink.done();
         return true;
     };
-    // A connection that broke mid-stream: the job ends now, not at max_tokens.
-    auto released = [run](bool success) {
+    // A connection that broke mid-stream: the job ends now, not at max_tokens, and the request is
+    // counted as cancelled (its tokens are counted when the run goes: CompletionRun's destructor).
+    auto released = [&ctx, run, endpoint](bool success) {
         if (!success) run->cancel();
+        ctx.metrics.count_request(endpoint, success ? "200" : "cancelled");
     };
     res.set_chunked_content_provider("text/event-stream", std::move(provider), std::move(released));
 }
@@ -109,15 +111,15 @@ void handle_completion(ServerContext& ctx, bool chat, const httplib::Request& re
                       (unsigned long long)ctx.next_answer.fetch_add(1));
         const AnswerHeader h{id, int64_t(std::time(nullptr)), ctx.info.id, chat};
         if (stream)
-            answer_stream(ctx, std::move(run), h, std::move(in_flight), res);
+            answer_stream(ctx, std::move(run), h, std::move(in_flight), endpoint_label(req.path), res);
         else
             answer_whole(ctx, *run, h, res);
     } catch (const ApiError& e) {
         send_error(res, e, ctx.retry_after_seconds);
-    } catch (const TokenizerError& e) {
-        send_error(res, ApiError(400, "invalid_value", e.what()), ctx.retry_after_seconds);
+    } catch (const TokenizerError& e) {  // the text of the prompt or of the messages
+        send_error(res, ApiError(400, "invalid_value", e.what(), chat ? "messages" : "prompt"), ctx.retry_after_seconds);
     } catch (const ChatTemplateError& e) {
-        send_error(res, ApiError(400, "invalid_value", e.what()), ctx.retry_after_seconds);
+        send_error(res, ApiError(400, "invalid_value", e.what(), "messages"), ctx.retry_after_seconds);
     }
 }
 

@@ -10,7 +10,8 @@
 //   POST /v1/completions, /v1/chat/completions   with and without "stream": true (server-sent events)
 //   GET  /v1/models, /health, /metrics (Prometheus text), /plan (the execution plan, text), / (the page)
 //   POST /tokenize, /detokenize                  as llama-server has them
-// Every error is OpenAI's {"error": {"message", "type", "code"}}: malformed JSON and bad fields 400,
+// Every error is OpenAI's {"error": {"message", "type", "param", "code"}}: malformed JSON, bad and
+// unknown fields 400 (param names the field),
 // a missing or wrong API key 401, an unknown route 404, a body over the limit 413, a full queue 503
 // with Retry-After. cpp-httplib (Debian's libcpp-httplib-dev) does the HTTP.
 #pragma once
@@ -19,7 +20,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "graph/graph.h"
 #include "runtime/text/chat_template.h"
 #include "runtime/text/tokenizer.h"
 #include "server/backend.h"
@@ -35,8 +38,20 @@ struct ModelInfo {
     int64_t n_vocab = 0;
 };
 
+// GET /plan's text: the plan of `graphrun --dump-plan` for one token, with the graph file named by
+// its file name only (its folder on the host is no client's business).
+std::string served_plan_text(const graph::Graph& graph, int64_t n_ctx);
+
 // The documented body limit (docs/server.md): larger bodies are refused with 413 before being read.
 inline constexpr size_t kDefaultMaxBodyBytes = size_t(8) << 20;
+
+inline constexpr size_t kDefaultMaxConnections = 256;
+// How long one read or write on a connection may wait before the connection is dropped (headers and
+// bodies alike); a keep-alive connection is closed after kKeepAliveSeconds without a request.
+inline constexpr int kSocketTimeoutSeconds = 5;
+inline constexpr int kKeepAliveSeconds = 5;
+// Connections the kernel holds before they are accepted (capped by net.core.somaxconn).
+inline constexpr int kListenBacklog = 512;
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
@@ -44,6 +59,12 @@ struct ServerOptions {
     std::string api_key{};    // non-empty: "Authorization: Bearer KEY" on every endpoint but /health and /
     size_t max_body_bytes = kDefaultMaxBodyBytes;
     int retry_after_seconds = 1;  // the Retry-After of a 503
+    // Origins a browser page may call from (--cors-origins): "https://app.example", or "*" for any.
+    // Empty: no CORS headers at all, and a preflight is not granted.
+    std::vector<std::string> cors_origins{};
+    // Connections served at once, each on a thread of its own (server/connection_threads.h); past
+    // them a connection is answered 503 too_many_connections and closed.
+    size_t max_connections = kDefaultMaxConnections;
 };
 
 class HttpServer {

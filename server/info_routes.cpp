@@ -1,8 +1,11 @@
 // server/info_routes.cpp — the routes that answer at once: the page, health, models, metrics, the
 // plan, and llama-server's /tokenize and /detokenize.
+#include <filesystem>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "graph/plan.h"
 #include "server/api_request.h"
 #include "server/api_response.h"
 #include "server/routes.h"
@@ -15,21 +18,28 @@ namespace {
 
 void send_json(httplib::Response& res, const json& body) { res.set_content(dump(body), "application/json"); }
 
-// Runs `handler`, answering an ApiError (or a tokenizer's complaint, as a 400) in OpenAI's shape.
+// Runs `handler`, answering an ApiError (or a tokenizer's complaint, as a 400 about the field
+// `text_field`) in OpenAI's shape.
 template <class Handler>
-httplib::Server::Handler guarded(ServerContext& ctx, Handler handler) {
-    return [&ctx, handler](const httplib::Request& req, httplib::Response& res) {
+httplib::Server::Handler guarded(ServerContext& ctx, const char* text_field, Handler handler) {
+    return [&ctx, text_field, handler](const httplib::Request& req, httplib::Response& res) {
         try {
             handler(req, res);
         } catch (const ApiError& e) {
             send_error(res, e, ctx.retry_after_seconds);
         } catch (const TokenizerError& e) {
-            send_error(res, ApiError(400, "invalid_value", e.what()), ctx.retry_after_seconds);
+            send_error(res, ApiError(400, "invalid_value", e.what(), text_field), ctx.retry_after_seconds);
         }
     };
 }
 
 }  // namespace
+
+std::string served_plan_text(const graph::Graph& graph, int64_t n_ctx) {
+    graph::Graph named = graph;  // once, at start: the plan dump prints `source`
+    named.source = std::filesystem::path(graph.source).filename().string();
+    return graph::dump_plan_text(graph::make_plan(named, 1, n_ctx), named);
+}
 
 void add_info_routes(httplib::Server& http, ServerContext& ctx) {
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -60,7 +70,7 @@ void add_info_routes(httplib::Server& http, ServerContext& ctx) {
 
     // {"content": TEXT, "add_special": false, "with_pieces": false} -> {"tokens": [ids]} or, with
     // pieces, {"tokens": [{"id", "piece"}]}; special token texts in TEXT are parsed (llama-server does).
-    http.Post("/tokenize", guarded(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
+    http.Post("/tokenize", guarded(ctx, "content", [&ctx](const httplib::Request& req, httplib::Response& res) {
         const TokenizeRequest r = parse_tokenize_request(parse_json_object(req.body));
         const Tokenizer& tok = ctx.info.tokenizer;
         const std::vector<int32_t> ids = tok.encode(r.content, r.add_special && tok.add_bos(), /*parse_special=*/true);
@@ -73,7 +83,7 @@ void add_info_routes(httplib::Server& http, ServerContext& ctx) {
         send_json(res, {{"tokens", tokens}});
     }));
     // {"tokens": [ids]} -> {"content": TEXT}.
-    http.Post("/detokenize", guarded(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
+    http.Post("/detokenize", guarded(ctx, "tokens", [&ctx](const httplib::Request& req, httplib::Response& res) {
         const std::vector<int32_t> ids = parse_detokenize_request(parse_json_object(req.body), ctx.info.n_vocab);
         send_json(res, {{"content", ctx.info.tokenizer.decode(ids)}});
     }));

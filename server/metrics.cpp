@@ -37,6 +37,10 @@ std::string Histogram::render(const std::string& name) const {
 }
 
 void ServerMetrics::count_request(const std::string& endpoint, int status) {
+    count_request(endpoint, std::to_string(status));
+}
+
+void ServerMetrics::count_request(const std::string& endpoint, const std::string& status) {
     std::lock_guard lock(mutex_);
     ++requests_[{endpoint, status}];
 }
@@ -63,10 +67,10 @@ std::string ServerMetrics::render(const BackendMetrics& b) const {
     auto metric = [&](const char* name, const char* type, const char* help) {
         out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
     };
-    metric("graphrun_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
+    metric("graphrun_requests_total", "counter", "HTTP requests answered, by endpoint and status (or cancelled).");
     for (const auto& [key, n] : requests_)
-        out += "graphrun_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) +
-               "\"} " + std::to_string(n) + "\n";
+        out += "graphrun_requests_total{endpoint=\"" + key.first + "\",status=\"" + key.second + "\"} " +
+               std::to_string(n) + "\n";
     metric("graphrun_prompt_tokens_total", "counter", "Prompt tokens of the completions answered.");
     out += "graphrun_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
     metric("graphrun_generated_tokens_total", "counter", "Tokens generated.");

@@ -1,6 +1,7 @@
 // server/metrics.h — the server's counters and latency histograms, and GET /metrics' text.
 //
-// Prometheus text exposition format (version 0.0.4): requests by endpoint and status, prompt and
+// Prometheus text exposition format (version 0.0.4): requests by endpoint and status (an HTTP
+// status, or "cancelled" for a stream its client left before the end), prompt and
 // generated tokens, and histograms of time to first token and of time per generated token after
 // the first; render() adds the backend's gauges (queue depth, active sequences, KV blocks, batch
 // occupancy). Safe from any thread.
@@ -35,6 +36,8 @@ class Histogram {
 class ServerMetrics {
   public:
     void count_request(const std::string& endpoint, int status);
+    // `status` is an HTTP status, or "cancelled": a stream whose client went away before its end.
+    void count_request(const std::string& endpoint, const std::string& status);
     void count_tokens(int64_t prompt, int64_t generated);
     void observe_first_token(double seconds);
     void observe_token(double seconds);  // the gap between two generated tokens
@@ -43,7 +46,7 @@ class ServerMetrics {
 
   private:
     mutable std::mutex mutex_;
-    std::map<std::pair<std::string, int>, uint64_t> requests_;
+    std::map<std::pair<std::string, std::string>, uint64_t> requests_;  // (endpoint, status)
     uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
     Histogram first_token_, per_token_;
 };

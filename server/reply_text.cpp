@@ -19,9 +19,12 @@ ReplyText::Step ReplyText::push(int32_t token) {
     if (chat_) {
         const ChatReplyStream::Step step = chat_->push(token);
         pending_ += step.text;
+        received_ += step.text.size();
         turn_ended = step.done;
     } else {
-        pending_ += plain_->push(token);
+        const std::string text = plain_->push(token);
+        pending_ += text;
+        received_ += text.size();
     }
     // The earliest stop string wins; the text from it on is never shown.
     size_t cut = std::string::npos;

@@ -32,6 +32,10 @@ class ReplyText {
     std::string finish();  // what is held back, when generation stopped for another reason
 
     const std::string& shown() const { return shown_; }  // the text shown so far
+    // Bytes of text the tokens pushed so far gave, before any cut at a stop string: where the text of
+    // the next token will begin. A token whose text begins at or past the final shown().size() is
+    // no part of the answer (it carried a stop string or the end of the turn).
+    size_t received() const { return received_; }
 
   private:
     std::string release(bool final);
@@ -40,6 +44,7 @@ class ReplyText {
     std::vector<std::string> stop_;
     std::string pending_;  // text not shown yet (a possible stop string's beginning)
     std::string shown_;
+    size_t received_ = 0;
     bool done_ = false;
 };
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <ctime>
+#include <string>
 
 #include "server/api_error.h"
 #include "server/completion.h"
@@ -28,6 +29,9 @@ struct ServerContext {
     int64_t created = int64_t(std::time(nullptr));
     int retry_after_seconds = 1;
 };
+
+// The label /metrics counts a request under: its route, or "unknown" (so the label set stays small).
+std::string endpoint_label(const std::string& path);
 
 // An ApiError as the answer (with Retry-After on a 503).
 void send_error(httplib::Response& res, const ApiError& e, int retry_after_seconds);

@@ -1,7 +1,7 @@
 // tools/cmd_serve.cpp — `graphrun serve`: the OpenAI-compatible HTTP server (server/http_server.h).
 //
 //   graphrun serve -m MODEL.gguf [--host 127.0.0.1] [--port 8080] [--parallel N] [--queue N]
-//                  [--ctx-size N] [--api-key KEY]
+//                  [--ctx-size N] [--api-key KEY] [--cors-origins LIST]
 //
 // SIGTERM or SIGINT drains: no new connections, in-flight requests finish (at most --drain-timeout
 // seconds, then they are cut off), exit 0. docs/server.md says how to point clients at it.
@@ -19,7 +19,6 @@
 
 #include "graph/graph.h"
 #include "graph/limits.h"
-#include "graph/plan.h"
 #include "engine/session.h"
 #include "server/http_server.h"
 #include "server/scheduler_backend.h"
@@ -62,7 +61,7 @@ void run_serve(ServeOptions opt) {
         .tokenizer = Tokenizer::from_gguf(model->file()),
         .chat_template = opt.chat_template.empty() ? ChatTemplate::from_gguf(model->file())
                                                    : ChatTemplate::named(opt.chat_template),
-        .plan_text = graph::dump_plan_text(graph::make_plan(model->graph(), 1, backend->n_ctx()), model->graph()),
+        .plan_text = server::served_plan_text(model->graph(), backend->n_ctx()),
         .n_vocab = 0,
     };
     info.n_vocab = info.tokenizer.n_vocab();
@@ -111,6 +110,13 @@ void register_serve(CLI::App& app) {
     cmd->add_option("-t,--threads", opt->threads, "threads (0: every core)")
         ->check(whole_number_in(0, tbb::info::default_concurrency(), "the threads this machine runs"));
     cmd->add_option("--api-key", opt->http.api_key, "require 'Authorization: Bearer KEY' (all but /health and /)");
+    cmd->add_option("--max-connections", opt->http.max_connections,
+                    "connections served at once, a thread each; past them 503 too_many_connections")
+        ->check(whole_number_in(1, 1 << 16))
+        ->capture_default_str();
+    cmd->add_option("--cors-origins", opt->http.cors_origins,
+                    "origins browser pages may call from, comma-separated, or * (default: none)")
+        ->delimiter(',');
     cmd->add_option("--chat-template", opt->chat_template, "the chat format instead of the model's")
         ->check(CLI::IsMember(ChatTemplate::names()));
     cmd->add_option("--drain-timeout", opt->drain_timeout, "seconds SIGTERM waits for requests in flight")

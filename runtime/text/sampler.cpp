@@ -203,6 +203,19 @@ int32_t sampler_dist(Candidates& c, std::mt19937& rng) {
     return last_nonzero;  // rounding left target at the very top of the range
 }
 
+void sampler_logit_bias(Candidates& c, std::span<const LogitBias> biases) {
+    for (const LogitBias& b : biases) {
+        const size_t i = static_cast<size_t>(b.token);
+        if (b.token >= 0 && i < c.data.size() && c.data[i].id == b.token) {
+            c.data[i].logit += b.bias;
+            continue;
+        }
+        const auto it = std::find_if(c.data.begin(), c.data.end(), [&](const TokenCandidate& t) { return t.id == b.token; });
+        if (it != c.data.end()) it->logit += b.bias;
+    }
+    if (!biases.empty()) c.sorted = false;
+}
+
 void sampler_validate(const SamplerParams& p) {
     if (std::isnan(p.temperature) || p.temperature == std::numeric_limits<float>::infinity())
         bad_param("temperature", fmt(p.temperature), "a finite number (<= 0 means greedy)");
@@ -225,11 +238,22 @@ void sampler_validate(const SamplerParams& p) {
         bad_param("presence_penalty", fmt(p.presence_penalty), "a value from -" + fmt(kMaxPenalty) + " to " + fmt(kMaxPenalty));
     if (p.seed > 0xFFFFFFFFull)
         bad_param("seed", std::to_string(p.seed), "a 32-bit value (0xFFFFFFFF picks a random seed)");
+    for (size_t i = 0; i < p.logit_bias.size(); ++i) {
+        const LogitBias& b = p.logit_bias[i];
+        const std::string at = "logit_bias[" + std::to_string(i) + "]";
+        if (b.token < 0) bad_param(at + ".token", std::to_string(b.token), "a token id (>= 0)");
+        if (std::isnan(b.bias) || b.bias == std::numeric_limits<float>::infinity())
+            bad_param(at + ".bias", fmt(b.bias), "a finite number or -inf");
+    }
 }
 
 Sampler::Sampler(SamplerParams params, int32_t n_vocab) : params_(params), n_vocab_(n_vocab) {
     sampler_validate(params_);
     if (n_vocab <= 0) bad_param("n_vocab", std::to_string(n_vocab), "a value > 0");
+    for (size_t i = 0; i < params_.logit_bias.size(); ++i)
+        if (params_.logit_bias[i].token >= n_vocab)
+            bad_param("logit_bias[" + std::to_string(i) + "].token", std::to_string(params_.logit_bias[i].token),
+                      "a token id below the vocabulary's " + std::to_string(n_vocab));
     seed_ = params_.seed == kSamplerRandomSeed ? std::random_device{}() : params_.seed;
     rng_.seed(static_cast<std::mt19937::result_type>(seed_));
     if (params_.repeat_last_n > 0) recent_.reserve(static_cast<size_t>(params_.repeat_last_n) + 1);
@@ -244,6 +268,7 @@ int32_t Sampler::sample(std::span<const float> logits) {
             throw std::invalid_argument("[sampler] logit of token " + std::to_string(i) + " is NaN");
 
     candidates_.assign(logits);
+    sampler_logit_bias(candidates_, params_.logit_bias);
     if (params_.repeat_last_n != 0)
         sampler_penalties(candidates_, recent_, params_.repeat_penalty, params_.frequency_penalty,
                           params_.presence_penalty);

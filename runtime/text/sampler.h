@@ -2,7 +2,7 @@
 //
 // The chain and every stage follow llama.cpp's semantics (llama-sampling.cpp and common's default
 // order), so a graphrun run and a llama.cpp run with the same settings filter the same tokens:
-//   penalties -> top_k -> top_p -> min_p -> temperature -> dist (a seeded draw)
+//   logit_bias -> penalties -> top_k -> top_p -> min_p -> temperature -> dist (a seeded draw)
 // temperature <= 0 is greedy: argmax of the logits after penalties, ties going to the lowest id.
 //
 // Each stage is a free function over a candidates array so tests can hold it to its definition;
@@ -32,6 +32,17 @@ struct Candidates {
 };
 
 // ---- Stages. Each keeps at least min_keep candidates (when that many are there). ----
+
+// A value added to one token's logit before any other stage (OpenAI's and llama.cpp's logit_bias);
+// -inf keeps the token from ever being sampled.
+struct LogitBias {
+    int32_t token;
+    float bias;
+};
+
+// logit[token] += bias for every entry (a token listed twice gets both). Tokens absent from c are
+// skipped. Candidates made by from_logits are found by index, others by a search.
+void sampler_logit_bias(Candidates& c, std::span<const LogitBias> biases);
 
 // Sorts descending by logit (ties: lowest id first) and sets p to the softmax over the candidates.
 void sampler_softmax(Candidates& c);
@@ -84,9 +95,11 @@ struct SamplerParams {
     float frequency_penalty = 0.0f;  // in [-kMaxPenalty, kMaxPenalty]
     float presence_penalty = 0.0f;   // in [-kMaxPenalty, kMaxPenalty]
     uint64_t seed = kSamplerRandomSeed;  // seeds std::mt19937, so at most 32 bits
+    std::vector<LogitBias> logit_bias{};  // token ids inside the vocabulary; bias finite or -inf
 };
 
-// Throws std::invalid_argument naming the field and the accepted range.
+// Throws std::invalid_argument naming the field and the accepted range. Token ids of logit_bias
+// are held to the vocabulary by Sampler's constructor, which knows its size.
 void sampler_validate(const SamplerParams& p);
 
 class Sampler {

@@ -5,7 +5,9 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -42,7 +44,7 @@ inline server::ModelInfo model_info(const graph::Model& model, int64_t n_ctx) {
     server::ModelInfo info{.id = "kjv-q8_0.gguf",
                            .tokenizer = Tokenizer::from_gguf(model.file()),
                            .chat_template = ChatTemplate::from_gguf(model.file()),
-                           .plan_text = graph::dump_plan_text(graph::make_plan(model.graph(), 1, n_ctx), model.graph()),
+                           .plan_text = server::served_plan_text(model.graph(), n_ctx),
                            .n_vocab = 0};
     info.n_vocab = info.tokenizer.n_vocab();
     return info;
@@ -94,6 +96,51 @@ httplib::Result post_streaming(httplib::Client& client, const std::string& path,
         return on_data(std::string(data, n));
     };
     return client.send(req);
+}
+
+// POSTs `body`, expects `expect_status` and gives the answer's JSON.
+inline nlohmann::json post_json(httplib::Client& c, const std::string& path, const nlohmann::json& body,
+                                int expect_status) {
+    auto r = c.Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(r) << path;
+    if (!r) return {};
+    EXPECT_EQ(r->status, expect_status) << path << ": " << r->body;
+    return nlohmann::json::parse(r->body);
+}
+
+// The "data: ..." payloads of an event stream, in order.
+inline std::vector<std::string> sse_data(const std::string& stream) {
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (pos < stream.size()) {
+        const size_t end = stream.find("\n\n", pos);
+        EXPECT_NE(end, std::string::npos) << "an event without its blank line: " << stream.substr(pos);
+        if (end == std::string::npos) break;
+        const std::string event = stream.substr(pos, end - pos);
+        pos = end + 2;
+        if (event.rfind(": ", 0) == 0) continue;  // keep-alive comment
+        EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+        out.push_back(event.substr(6));
+    }
+    return out;
+}
+
+// Each bad request gets its 4xx in OpenAI's shape, with a message naming what was wrong; `param`
+// is the field it names (null when none is given here).
+inline void expect_error(const httplib::Result& r, int status, const std::string& code, const std::string& message_part,
+                  const std::string& param = {}) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    const nlohmann::json e = nlohmann::json::parse(r->body);
+    ASSERT_TRUE(e.contains("error")) << r->body;
+    EXPECT_EQ(e["error"]["code"], code) << r->body;
+    EXPECT_TRUE(e["error"]["type"].is_string());
+    EXPECT_TRUE(e["error"].contains("param")) << r->body;
+    if (param.empty())
+        EXPECT_TRUE(e["error"]["param"].is_null()) << r->body;
+    else
+        EXPECT_EQ(e["error"]["param"], param) << r->body;
+    EXPECT_NE(e["error"]["message"].get<std::string>().find(message_part), std::string::npos) << r->body;
 }
 
 }  // namespace graphrun::testing

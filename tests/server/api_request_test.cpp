@@ -99,7 +99,10 @@ TEST(ApiRequest, MaxTokensStopsAtTheSchedulersCeiling) {
 TEST(ApiRequest, NestingDeeperThanTheLimitIsRefusedBeforeParsing) {
     auto nested = [](int depth) { return "{\"prompt\": \"x\", \"user\": " + std::string(size_t(depth - 1), '[') +
                                          std::string(size_t(depth - 1), ']') + "}"; };
-    EXPECT_EQ(parse_completion_request(nested(kMaxRequestDepth), false).prompt, "x");
+    EXPECT_EQ(parse_json_object(nested(kMaxRequestDepth))["prompt"], "x");
+    // Read at its depth, then refused for what it is: 'user' is a string.
+    EXPECT_THAT(refusal([&] { parse_completion_request(nested(kMaxRequestDepth), false); }),
+                HasSubstr("invalid_type: 'user' must be a string, got array"));
     EXPECT_THAT(refusal([&] { parse_json_object(nested(kMaxRequestDepth + 1)); }),
                 HasSubstr("invalid_json: the body nests arrays and objects deeper than 64 levels at byte 87"));
     // Brackets inside strings are text, not nesting.
@@ -113,6 +116,205 @@ TEST(ApiRequest, DetokenizeNamesABadElementByItsType) {
     const std::string message = refusal([&] { parse_detokenize_request(big, 100); });
     EXPECT_THAT(message, HasSubstr("invalid_type: 'tokens[1]' must be a token id (an integer), got array"));
     EXPECT_LT(message.size(), 200u);
+}
+
+// The ApiError a completion body gets, as "param | code"; "" when it was accepted.
+std::string refused_param(const json& body, bool chat) {
+    try {
+        parse_completion_request(body, chat);
+    } catch (const ApiError& e) {
+        EXPECT_EQ(e.status(), 400) << e.what();
+        EXPECT_NE(std::string(e.what()).find("'" + e.param()), std::string::npos)
+            << "the message names the param: " << e.what();
+        return e.param() + " | " + e.code();
+    }
+    return "";
+}
+
+json chat_with(const json& extra) {
+    json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+    body.update(extra);
+    return body;
+}
+
+json completion_with(const json& extra) {
+    json body = {{"prompt", "And"}};
+    body.update(extra);
+    return body;
+}
+
+// Every error names its field in `param`, as its message does.
+TEST(ApiRequest, EveryFieldErrorNamesItsParam) {
+    EXPECT_EQ(refused_param(completion_with({{"max_tokens", "5"}}), false), "max_tokens | invalid_type");
+    EXPECT_EQ(refused_param(completion_with({{"temperature", 3}}), false), "temperature | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"stop", {"a", 5}}}), false), "stop[1] | invalid_type");
+    EXPECT_EQ(refused_param(completion_with({{"stop", {"a", ""}}}), false), "stop[1] | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"prompt", {1, -2}}}), false), "prompt[1] | invalid_value");
+    EXPECT_EQ(refused_param(json{{"max_tokens", 3}}, false), "prompt | missing_field");
+    EXPECT_EQ(refused_param(json{{"messages", {{{"role", "user"}}}}}, true), "messages[0].content | missing_field");
+    EXPECT_EQ(refused_param(json{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}}, true),
+              "messages[0].content[0].type | invalid_value");
+    EXPECT_EQ(refused_param(chat_with({{"top_logprobs", 2}}), true), "top_logprobs | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"stream_options", {{"include_usage", 1}}}}), false),
+              "stream_options.include_usage | invalid_type");
+    try {
+        parse_json_object("{");
+        ADD_FAILURE() << "malformed JSON accepted";
+    } catch (const ApiError& e) {
+        EXPECT_EQ(e.param(), "") << "no one field is to blame";
+    }
+    const json body = json::parse(api_error_body(ApiError(400, "invalid_type", "'n' must be...", "n")));
+    EXPECT_EQ(body["error"]["param"], "n");
+    EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+    EXPECT_TRUE(json::parse(api_error_body(400, "invalid_json", "x"))["error"]["param"].is_null());
+}
+
+// Nothing is ignored silently: a field is honoured, accepted without effect (a short list), or a
+// 400 naming it — unknown fields, and known ones graphrun does not honour with the value given.
+TEST(ApiRequest, FieldsNotHonouredAreRefusedByName) {
+    // Unknown, misspelt, or another endpoint's.
+    EXPECT_EQ(refused_param(completion_with({{"max_token", 5}}), false), "max_token | unknown_field");
+    EXPECT_EQ(refused_param(completion_with({{"best_of_unknown", "zz"}}), false), "best_of_unknown | unknown_field");
+    EXPECT_EQ(refused_param(completion_with({{"messages", json::array()}}), false), "messages | unknown_field");
+    EXPECT_EQ(refused_param(chat_with({{"prompt", "x"}}), true), "prompt | unknown_field");
+    EXPECT_EQ(refused_param(chat_with({{"echo", true}}), true), "echo | unknown_field");
+    EXPECT_EQ(refused_param(chat_with({{"reasoning_effort", "low"}}), true), "reasoning_effort | unknown_field");
+    EXPECT_EQ(refused_param(completion_with({{"stream_options", {{"chunk_size", true}}}}), false),
+              "stream_options.chunk_size | unknown_field");
+    EXPECT_EQ(refused_param(json{{"messages", {{{"role", "user"}, {"content", "x"}, {"mood", "calm"}}}}}, true),
+              "messages[0].mood | unknown_field");
+
+    // Known and not honoured (yet) with these values.
+    EXPECT_EQ(refused_param(chat_with({{"response_format", {{"type", "json_object"}}}}), true),
+              "response_format | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"response_format", {{"type", "json_schema"}, {"json_schema", json::object()}}}}), true),
+              "response_format | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"response_format", "json"}}), true), "response_format | invalid_type");
+    const json tool = {{"type", "function"}, {"function", {{"name", "f"}, {"parameters", json::object()}}}};
+    EXPECT_EQ(refused_param(chat_with({{"tools", {tool}}}), true), "tools | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"functions", {tool["function"]}}}), true), "functions | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"tool_choice", "required"}}), true), "tool_choice | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}}), true),
+              "tool_choice | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"modalities", {"text", "audio"}}}), true), "modalities | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"audio", {{"voice", "alloy"}}}}), true), "audio | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"n", 2}}), true), "n | unsupported_value");
+    EXPECT_EQ(refused_param(completion_with({{"n", 3}}), false), "n | unsupported_value");
+    EXPECT_EQ(refused_param(completion_with({{"n", 0}}), false), "n | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"best_of", 2}}), false), "best_of | unsupported_value");
+    EXPECT_EQ(refused_param(completion_with({{"echo", true}}), false), "echo | unsupported_value");
+    EXPECT_EQ(refused_param(completion_with({{"suffix", " amen"}}), false), "suffix | unsupported_value");
+    EXPECT_EQ(refused_param(completion_with({{"store", true}}), false), "store | unsupported_value");
+    EXPECT_EQ(refused_param(completion_with({{"user", 5}}), false), "user | invalid_type");
+
+    // What is accepted: their default values, the fields without effect, and null for anything.
+    EXPECT_EQ(refused_param(chat_with({{"response_format", {{"type", "text"}}},
+                                       {"tools", json::array()},
+                                       {"tool_choice", "none"},
+                                       {"parallel_tool_calls", false},
+                                       {"modalities", {"text"}},
+                                       {"n", 1},
+                                       {"user", "u-1"},
+                                       {"safety_identifier", "s"},
+                                       {"prompt_cache_key", "k"},
+                                       {"service_tier", "auto"},
+                                       {"metadata", {{"team", "a"}}},
+                                       {"store", false},
+                                       {"stream_options", {{"include_usage", true}, {"include_obfuscation", false}}},
+                                       {"audio", nullptr},
+                                       {"anything_at_all", nullptr}}),
+                            true),
+              "");
+    EXPECT_EQ(refused_param(completion_with({{"echo", false}, {"best_of", 1}, {"suffix", ""}}), false),
+              "");
+    EXPECT_EQ(refused_param(json{{"messages",
+                                  {{{"role", "user"}, {"content", "x"}, {"name", "ann"}},
+                                   {{"role", "assistant"}, {"content", "y"}, {"refusal", nullptr}, {"annotations", json::array()}}}}},
+                            true),
+              "");
+}
+
+// logit_bias: {"token id": bias in [-100, 100]}; ids in decimal, checked against the vocabulary later.
+TEST(ApiRequest, LogitBiasIsReadAsTokenIdsAndBiases) {
+    const CompletionRequest r = parse_completion_request(completion_with({{"logit_bias", {{"12", -100}, {"7", 2.5}}}}), false);
+    ASSERT_EQ(r.sampling.logit_bias.size(), 2u);
+    // nlohmann keeps an object's keys sorted: "12" before "7".
+    EXPECT_EQ(r.sampling.logit_bias[0].token, 12);
+    EXPECT_EQ(r.sampling.logit_bias[0].bias, -100.0f);
+    EXPECT_EQ(r.sampling.logit_bias[1].token, 7);
+    EXPECT_EQ(r.sampling.logit_bias[1].bias, 2.5f);
+    EXPECT_EQ(refused_param(completion_with({{"logit_bias", {{"12", 101}}}}), false), "logit_bias | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"logit_bias", {{"-3", 1}}}}), false), "logit_bias | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"logit_bias", {{"word", 1}}}}), false), "logit_bias | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"logit_bias", {{"99999999999", 1}}}}), false), "logit_bias | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"logit_bias", {{"5", "up"}}}}), false), "logit_bias[\"5\"] | invalid_type");
+    EXPECT_EQ(refused_param(completion_with({{"logit_bias", {1, 2}}}), false), "logit_bias | invalid_type");
+}
+
+// An agent loop's second turn: the assistant's tool calls (content null) and the tool results are
+// replayed. They are rendered in the Hermes/Qwen tool format, as text of the assistant's and the
+// user's turns, so every chat template keeps its user/assistant alternation.
+TEST(ApiRequest, ToolCallConversationsReplay) {
+    const json body = json::parse(R"({"messages": [
+        {"role": "user", "content": "Weather in Paris and Rome?"},
+        {"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Rome\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C"},
+        {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "21 C"}]},
+        {"role": "assistant", "content": "Checking once more.", "tool_calls": [
+            {"id": "call_3", "type": "function", "function": {"name": "clock", "arguments": ""}}]},
+        {"role": "tool", "tool_call_id": "call_3", "name": "clock", "content": "noon"}]})");
+    const CompletionRequest r = parse_completion_request(body, true);
+    ASSERT_EQ(r.messages.size(), 5u);
+    EXPECT_EQ(r.messages[1].role, "assistant");
+    EXPECT_EQ(r.messages[1].content,
+              "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>\n"
+              "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Rome\"}}\n</tool_call>");
+    EXPECT_EQ(r.messages[2].role, "user");
+    EXPECT_EQ(r.messages[2].content, "<tool_response>\n18 C\n</tool_response>\n<tool_response>\n21 C\n</tool_response>");
+    EXPECT_EQ(r.messages[3].content,
+              "Checking once more.\n<tool_call>\n{\"name\": \"clock\", \"arguments\": }\n</tool_call>");
+    EXPECT_EQ(r.messages[4].role, "user");
+    EXPECT_EQ(r.messages[4].content, "<tool_response>\nnoon\n</tool_response>");
+
+    auto with_message = [](const json& m) {
+        return json{{"messages", {{{"role", "user"}, {"content", "x"}}, m}}};
+    };
+    EXPECT_EQ(refused_param(with_message({{"role", "tool"}, {"content", "18 C"}}), true),
+              "messages[1].tool_call_id | missing_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "tool"}, {"tool_call_id", 5}, {"content", "18 C"}}), true),
+              "messages[1].tool_call_id | invalid_type");
+    EXPECT_EQ(refused_param(with_message({{"role", "tool"}, {"tool_call_id", "c"}}), true),
+              "messages[1].content | missing_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"content", nullptr}}), true),
+              "messages[1].content | missing_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array()}}), true),
+              "messages[1].content | missing_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "user"}, {"content", "y"}, {"tool_call_id", "c"}}), true),
+              "messages[1].tool_call_id | invalid_value");
+    EXPECT_EQ(refused_param(with_message({{"role", "user"}, {"content", "y"}, {"tool_calls", {{{"id", "c"}}}}}), true),
+              "messages[1].tool_calls | invalid_value");
+    const json call = {{"id", "c"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}};
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {call}}}), true), "");
+    json bad_call = call;
+    bad_call["function"].erase("name");
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {bad_call}}}), true),
+              "messages[1].tool_calls[0].function.name | missing_field");
+    bad_call = call;
+    bad_call["function"]["arguments"] = json{{"city", "Paris"}};
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {bad_call}}}), true),
+              "messages[1].tool_calls[0].function.arguments | invalid_type");
+    bad_call = call;
+    bad_call["type"] = "custom";
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {bad_call}}}), true),
+              "messages[1].tool_calls[0].type | invalid_value");
+    bad_call = call;
+    bad_call["extra"] = 1;
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", {bad_call}}}), true),
+              "messages[1].tool_calls[0].extra | unknown_field");
+    EXPECT_EQ(refused_param(with_message({{"role", "assistant"}, {"tool_calls", "f()"}}), true),
+              "messages[1].tool_calls | invalid_type");
 }
 
 }  // namespace

@@ -16,6 +16,9 @@ namespace graphrun {
 namespace {
 
 using nlohmann::json;
+using testing::expect_error;
+using testing::post_json;
+using testing::sse_data;
 using testing::TestServer;
 
 // What the CLI generates greedily for `prompt` (BOS first as the tokenizer asks), as text.
@@ -37,31 +40,6 @@ std::string greedy_reference(const std::string& prompt, int64_t n, int64_t n_ctx
     return out + text.flush();
 }
 
-json post_json(httplib::Client& c, const std::string& path, const json& body, int expect_status) {
-    auto r = c.Post(path, body.dump(), "application/json");
-    EXPECT_TRUE(r) << path;
-    if (!r) return {};
-    EXPECT_EQ(r->status, expect_status) << path << ": " << r->body;
-    return json::parse(r->body);
-}
-
-// The "data: ..." payloads of an event stream, in order.
-std::vector<std::string> sse_data(const std::string& stream) {
-    std::vector<std::string> out;
-    size_t pos = 0;
-    while (pos < stream.size()) {
-        const size_t end = stream.find("\n\n", pos);
-        EXPECT_NE(end, std::string::npos) << "an event without its blank line: " << stream.substr(pos);
-        if (end == std::string::npos) break;
-        const std::string event = stream.substr(pos, end - pos);
-        pos = end + 2;
-        if (event.rfind(": ", 0) == 0) continue;  // keep-alive comment
-        EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
-        out.push_back(event.substr(6));
-    }
-    return out;
-}
-
 TEST(Server, HealthModelsAndPlan) {
     TestServer server;
     auto c = server.client();
@@ -78,6 +56,9 @@ TEST(Server, HealthModelsAndPlan) {
     auto plan = c.Get("/plan");
     ASSERT_TRUE(plan);
     EXPECT_NE(plan->body.find("matmul"), std::string::npos) << plan->body.substr(0, 400);
+    // The graph file by its name: the host's folders were in it ("plan of /home/.../models/llama.json").
+    EXPECT_EQ(plan->body.rfind("plan of llama.json for 1 token(s)", 0), 0u) << plan->body.substr(0, 200);
+    EXPECT_EQ(plan->body.find(GRAPHRUN_SOURCE_DIR), std::string::npos) << plan->body.substr(0, 200);
     auto page = c.Get("/");
     ASSERT_TRUE(page);
     EXPECT_NE(page->body.find("/v1/chat/completions"), std::string::npos);
@@ -175,6 +156,31 @@ TEST(Server, ChatAnswersInTheTemplateAndStreamsTheSameText) {
     EXPECT_EQ(text, answer);
 }
 
+// A tool-call conversation replays (an agent loop's second turn): its prompt is the chat template's
+// rendering of the same turns written out as text, so answers and prompt sizes are equal.
+TEST(Server, ToolCallConversationsReplayThroughTheTemplate) {
+    TestServer server;
+    auto c = server.client();
+    const json replay = json::parse(R"({"max_tokens": 12, "temperature": 0, "messages": [
+        {"role": "user", "content": "What saith the weather?"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Sion\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "rain for forty days"}]})");
+    const json as_text = {
+        {"max_tokens", 12},
+        {"temperature", 0},
+        {"messages",
+         {{{"role", "user"}, {"content", "What saith the weather?"}},
+          {{"role", "assistant"},
+           {"content", "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Sion\"}}\n</tool_call>"}},
+          {{"role", "user"}, {"content", "<tool_response>\nrain for forty days\n</tool_response>"}}}}};
+    const json a = post_json(c, "/v1/chat/completions", replay, 200);
+    const json b = post_json(c, "/v1/chat/completions", as_text, 200);
+    EXPECT_EQ(a["usage"]["prompt_tokens"], b["usage"]["prompt_tokens"]);
+    EXPECT_GT(a["usage"]["prompt_tokens"].get<int>(), 30);
+    EXPECT_EQ(a["choices"][0]["message"]["content"], b["choices"][0]["message"]["content"]);
+}
+
 TEST(Server, StopStringsEndTheTextBeforeThem) {
     TestServer server;
     auto c = server.client();
@@ -234,17 +240,6 @@ TEST(Server, TokenizeAndDetokenizeAsLlamaServer) {
     post_json(c, "/tokenize", {{"content", 5}}, 400);
 }
 
-// Each bad request gets its 4xx in OpenAI's shape, with a message naming what was wrong.
-void expect_error(const httplib::Result& r, int status, const std::string& code, const std::string& message_part) {
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, status) << r->body;
-    const json e = json::parse(r->body);
-    ASSERT_TRUE(e.contains("error")) << r->body;
-    EXPECT_EQ(e["error"]["code"], code) << r->body;
-    EXPECT_TRUE(e["error"]["type"].is_string());
-    EXPECT_NE(e["error"]["message"].get<std::string>().find(message_part), std::string::npos) << r->body;
-}
-
 TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
     TestServer server(testing::BackendSpec{.n_ctx = 64}, {.max_body_bytes = 4096});
     auto c = server.client();
@@ -255,34 +250,64 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
     expect_error(post("/v1/completions", "[1, 2]"), 400, "invalid_json", "must be a JSON object");
     // Was a 500: nlohmann's out_of_range escaped the route (server_request_fuzz).
     expect_error(post("/v1/completions", R"({"prompt": "x", "temperature": 1e400})"), 400, "invalid_json", "out of range");
-    expect_error(post("/v1/completions", R"({"max_tokens": 5})"), 400, "missing_field", "'prompt'");
+    expect_error(post("/v1/completions", R"({"max_tokens": 5})"), 400, "missing_field", "'prompt'", "prompt");
     expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": "5"})"), 400, "invalid_type",
-                 "'max_tokens' must be an integer, got string");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 0})"), 400, "invalid_value", "'max_tokens'");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 2.5})"), 400, "invalid_type", "'max_tokens'");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "temperature": 3})"), 400, "invalid_value", "'temperature'");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "stream": "yes"})"), 400, "invalid_type", "'stream'");
+                 "'max_tokens' must be an integer, got string", "max_tokens");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 0})"), 400, "invalid_value", "'max_tokens'",
+                 "max_tokens");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 2.5})"), 400, "invalid_type", "'max_tokens'",
+                 "max_tokens");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "temperature": 3})"), 400, "invalid_value", "'temperature'",
+                 "temperature");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "stream": "yes"})"), 400, "invalid_type", "'stream'", "stream");
     expect_error(post("/v1/completions", R"({"prompt": "x", "stop": ["a","b","c","d","e"]})"), 400, "invalid_value",
-                 "at most 4");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "seed": -7})"), 400, "invalid_value", "'seed'");
-    expect_error(post("/v1/completions", R"({"prompt": [1, 99999]})"), 400, "invalid_value", "prompt[1]");
-    expect_error(post("/v1/chat/completions", R"({"messages": []})"), 400, "invalid_value", "'messages' is empty");
+                 "at most 4", "stop");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "seed": -7})"), 400, "invalid_value", "'seed'", "seed");
+    expect_error(post("/v1/completions", R"({"prompt": [1, 99999]})"), 400, "invalid_value", "prompt[1]", "prompt[1]");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "logit_bias": {"99999": 1}})"), 400, "invalid_value",
+                 "token 99999", "logit_bias");
+    expect_error(post("/v1/chat/completions", R"({"messages": []})"), 400, "invalid_value", "'messages' is empty",
+                 "messages");
     expect_error(post("/v1/chat/completions", R"({"messages": [{"role": "user"}]})"), 400, "missing_field",
-                 "messages[0].content");
+                 "messages[0].content", "messages[0].content");
     expect_error(post("/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "x"}]})"), 400,
-                 "invalid_value", "messages[0].role");
+                 "invalid_value", "messages[0].role", "messages[0].role");
     std::string long_prompt;
     for (int i = 0; i < 400; ++i) long_prompt += "And God said ";
     expect_error(post("/v1/completions", json({{"prompt", long_prompt}}).dump()), 413, "body_too_large", "4096 bytes");
     expect_error(post("/v1/completions", json({{"prompt", long_prompt.substr(0, 1000)}}).dump()), 400,
-                 "context_length_exceeded", "the context holds 64");
+                 "context_length_exceeded", "the context holds 64", "prompt");
     expect_error(post("/v1/nothing", "{}"), 404, "not_found", "POST /v1/nothing");
     expect_error(c.Get("/v2/models"), 404, "not_found", "GET /v2/models");
+    // A route asked for with the wrong method: 405 with the method it takes (was a 404).
+    auto get_post_route = c.Get("/v1/chat/completions");
+    expect_error(get_post_route, 405, "method_not_allowed", "/v1/chat/completions takes POST, not GET");
+    EXPECT_EQ(get_post_route->get_header_value("Allow"), "POST");
+    auto post_get_route = post("/health", "{}");
+    expect_error(post_get_route, 405, "method_not_allowed", "/health takes GET, not POST");
+    EXPECT_EQ(post_get_route->get_header_value("Allow"), "GET");
 
-    // Unknown fields are ignored (of any type), null is the default, and the server still answers.
+    // No field is ignored silently: unknown ones, and known ones not honoured, are refused by name.
+    expect_error(post("/v1/completions", R"({"prompt": "x", "best_of_unknown": "zz"})"), 400, "unknown_field",
+                 "'best_of_unknown'", "best_of_unknown");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "echo": true})"), 400, "unsupported_value", "'echo'", "echo");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "suffix": "amen"})"), 400, "unsupported_value", "'suffix'",
+                 "suffix");
+    const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+    expect_error(post("/v1/chat/completions", "{" + user + R"(, "response_format": {"type": "json_object"}})"), 400,
+                 "unsupported_value", "structured output", "response_format");
+    expect_error(post("/v1/chat/completions",
+                      "{" + user + R"(, "tools": [{"type": "function", "function": {"name": "f"}}]})"),
+                 400, "unsupported_value", "tool calling", "tools");
+    expect_error(post("/v1/chat/completions", "{" + user + R"(, "tool_choice": "required"})"), 400, "unsupported_value",
+                 "'tool_choice'", "tool_choice");
+    expect_error(post("/v1/chat/completions", "{" + user + R"(, "n": 2})"), 400, "unsupported_value", "'n'", "n");
+
+    // Fields without effect (of any value of their type) and null for anything are accepted, and
+    // the server still answers.
     const json ok = post_json(c, "/v1/completions",
-                              {{"prompt", "And"}, {"max_tokens", 3}, {"temperature", 0}, {"user", {{"x", 1}}},
-                               {"suffix", nullptr}, {"top_p", nullptr}, {"best_of_unknown", "zz"}},
+                              {{"prompt", "And"}, {"max_tokens", 3}, {"temperature", 0}, {"user", "u-1"},
+                               {"metadata", {{"x", "1"}}}, {"suffix", nullptr}, {"top_p", nullptr}, {"echo", false}},
                               200);
     EXPECT_EQ(ok["usage"]["completion_tokens"], 3);
 }
@@ -353,6 +378,25 @@ TEST(Server, MetricsInPrometheusText) {
     EXPECT_EQ(absent, "") << "not in\n" << text;
 }
 
+// A stream read to its end is counted once, as a 200, with every token it generated.
+TEST(Server, AStreamReadToItsEndIsCountedOnceAs200) {
+    TestServer server;
+    auto c = server.client();
+    ASSERT_TRUE(testing::post_streaming(
+        c, "/v1/completions",
+        json({{"prompt", "And"}, {"max_tokens", 5}, {"temperature", 0}, {"stream", true}}).dump(),
+        [](const std::string&) { return true; }));
+    const std::string done = "graphrun_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1\n";
+    std::string text;
+    for (int i = 0; i < 500 && text.find(done) == std::string::npos; ++i) {
+        if (i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        text = c.Get("/metrics")->body;
+    }
+    EXPECT_NE(text.find(done), std::string::npos) << text;
+    EXPECT_NE(text.find("\ngraphrun_generated_tokens_total 5\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("status=\"cancelled\""), std::string::npos) << text;
+}
+
 // The KJV context is 256 and a request asks for most of it: long enough to hang up in the middle.
 constexpr int64_t kLongAnswer = 200;
 
@@ -398,11 +442,24 @@ TEST(Server, ADisconnectedStreamFreesItsSequence) {
     while (server.backend().metrics().active > 0 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     EXPECT_EQ(server.backend().metrics().active, 0);
-    auto m = server.client().Get("/metrics");
-    ASSERT_TRUE(m);
-    const size_t at = m->body.find("\ngraphrun_generated_tokens_total ");
+    // Counted as cancelled, not 200, once the server has let go of the stream; its tokens count
+    // (they were missing from graphrun_generated_tokens_total).
+    const std::string cancelled = "graphrun_requests_total{endpoint=\"/v1/completions\",status=\"cancelled\"} 1\n";
+    std::string text;
+    for (int i = 0; i < 500 && text.find(cancelled) == std::string::npos; ++i) {
+        if (i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        auto m = server.client().Get("/metrics");
+        ASSERT_TRUE(m);
+        text = m->body;
+    }
+    EXPECT_NE(text.find(cancelled), std::string::npos) << text;
+    EXPECT_EQ(text.find("graphrun_requests_total{endpoint=\"/v1/completions\",status=\"200\"}"), std::string::npos)
+        << text;
+    const size_t at = text.find("\ngraphrun_generated_tokens_total ");
     ASSERT_NE(at, std::string::npos);
-    EXPECT_LT(std::stoll(m->body.substr(at + 33)), kLongAnswer) << m->body.substr(at, 50);
+    const int64_t generated = std::stoll(text.substr(at + 33));
+    EXPECT_GE(generated, 2) << "the chunks the client read held tokens: " << text.substr(at, 50);
+    EXPECT_LT(generated, kLongAnswer) << text.substr(at, 50);
 }
 
 TEST(Server, AFullQueueIsA503WithRetryAfter) {
@@ -412,6 +469,11 @@ TEST(Server, AFullQueueIsA503WithRetryAfter) {
     auto c = server.client();
     auto busy = c.Post("/v1/completions", R"({"prompt": "And", "max_tokens": 2})", "application/json");
     expect_error(busy, 503, "server_busy", "queue is full");
+    // Said once: it was "the queue is full (the queue is full (0 requests waiting, 1 running))".
+    const std::string message = json::parse(busy->body)["error"]["message"];
+    EXPECT_EQ(message.find("queue is full"), message.rfind("queue is full")) << message;
+    EXPECT_EQ(message.find("(("), std::string::npos) << message;
+    EXPECT_EQ(message.find("))"), std::string::npos) << message;
     EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
     auto health = c.Get("/health");  // answers while the sequence is busy
     ASSERT_TRUE(health);

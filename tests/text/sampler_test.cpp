@@ -370,6 +370,56 @@ void expect_rejected(SamplerParams p, const std::string& field) {
     }
 }
 
+// logit_bias adds to the named logits only, runs before every other stage (so a bias can lift a token
+// into greedy's pick or ban it with -inf), and ids past the vocabulary or NaN biases are refused.
+TEST(Sampler, LogitBiasShiftsTheNamedTokensFirst) {
+    Candidates c = Candidates::from_logits(std::vector<float>{0.5f, 2.0f, -1.0f, 1.0f});
+    const std::vector<LogitBias> biases = {{2, 4.0f}, {3, -0.5f}, {2, 1.0f}, {9, 7.0f}};
+    sampler_logit_bias(c, biases);
+    EXPECT_EQ(c.data[0].logit, 0.5f);
+    EXPECT_EQ(c.data[1].logit, 2.0f);
+    EXPECT_EQ(c.data[2].logit, 4.0f);  // -1 + 4 + 1: listed twice, both count
+    EXPECT_EQ(c.data[3].logit, 0.5f);
+    // Found by id once the candidates are no longer in id order.
+    sampler_softmax(c);
+    ASSERT_EQ(c.data[0].id, 2);
+    sampler_logit_bias(c, std::vector<LogitBias>{{1, 10.0f}});
+    EXPECT_EQ(c.data[1].logit, 12.0f);
+    EXPECT_EQ(c.data[1].id, 1);
+
+    SamplerParams p = plain(0.0f);
+    const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 1.0f};
+    EXPECT_EQ(Sampler(p, 4).sample(logits), 1);
+    p.logit_bias = {{3, 1.5f}};
+    EXPECT_EQ(Sampler(p, 4).sample(logits), 3);
+    p.logit_bias = {{1, -INFINITY}};
+    EXPECT_EQ(Sampler(p, 4).sample(logits), 3);
+    // A banned token is never drawn, whatever the seed.
+    p = plain(1.0f);
+    p.logit_bias = {{1, -INFINITY}, {3, -INFINITY}};
+    for (uint64_t seed = 0; seed < 50; ++seed) {
+        p.seed = seed;
+        const int32_t t = Sampler(p, 4).sample(logits);
+        EXPECT_TRUE(t == 0 || t == 2) << t;
+    }
+
+    p = {};
+    p.logit_bias = {{4, 1.0f}};
+    EXPECT_NO_THROW(Sampler(p, 5));
+    try {
+        Sampler(p, 4);
+        ADD_FAILURE() << "token 4 of a 4-token vocabulary was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("logit_bias[0].token"), std::string::npos) << e.what();
+    }
+    p.logit_bias = {{1, 1.0f}, {-1, 1.0f}};
+    expect_rejected(p, "logit_bias[1].token");
+    p.logit_bias = {{1, std::nanf("")}};
+    expect_rejected(p, "logit_bias[0].bias");
+    p.logit_bias = {{1, INFINITY}};
+    expect_rejected(p, "logit_bias[0].bias");
+}
+
 TEST(Sampler, InvalidParamsAreRejected) {
     SamplerParams p;
     p.top_p = -0.1f;

@@ -71,6 +71,22 @@ try {
   assert.equal(chatFinish, chat.choices[0].finish_reason);
   check("chat.completions, whole and streamed");
 
+  // An agent loop's second turn: the assistant's tool call (content null) and the tool's answer
+  // replayed as the client sends them back; and fields graphrun does not honour are a 400 naming them.
+  const toolTurn = await client.chat.completions.create({ ...greedy, max_tokens: 8, messages: [
+    { role: "user", content: "What saith the weather?" },
+    { role: "assistant", content: null,
+      tool_calls: [{ id: "call_1", type: "function", function: { name: "weather", arguments: '{"city":"Sion"}' } }] },
+    { role: "tool", tool_call_id: "call_1", content: "rain for forty days" }] });
+  assert.equal(toolTurn.choices[0].message.role, "assistant");
+  assert.ok(toolTurn.usage.prompt_tokens > 30, "the tool call and its answer are in the prompt");
+  await assert.rejects(
+    client.chat.completions.create({ ...greedy, messages, response_format: { type: "json_object" } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "response_format");
+  await assert.rejects(client.completions.create({ ...greedy, prompt: "x", echo: true }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.param === "echo");
+  check("tool-call conversations replay; unhonoured fields are a 400 naming them in param");
+
   // 16 clients at once: every greedy answer is the single client's, every seeded one the same
   // request's alone, and none is an error.
   const prompts = ["And God said", "In the beginning", "The LORD is my shepherd", "Blessed are"];
