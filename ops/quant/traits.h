@@ -26,7 +26,7 @@ using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* act_ro
 using VecDot4Fn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* x, float* out);
 
 // A tiled matmul over weight rows [row_begin, row_end) and every token: each weight block loaded
-// serves several tokens (prompts, batched decode). Q8_0 and Q4_0 have one at the AVX2 level. W is in the layout `repack` made (or
+// serves several tokens (prompts, batched decode). Q8_0, Q4_0 and Q4_K have one at the AVX2 level. W is in the layout `repack` made (or
 // as stored when repack is nullptr); xq holds n_tokens activation rows of xq_row_bytes.
 struct GemmArgs {
     int64_t k, n_tokens;

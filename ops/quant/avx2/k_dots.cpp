@@ -14,8 +14,6 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include <cstring>
-
 #include "ops/quant/avx2/util.h"
 #include "ops/quant/k_common.h"
 #include "ops/quant/kernels.h"
@@ -24,33 +22,22 @@ namespace graphrun::ops {
 
 namespace {
 
+using avx2_util::broadcast_scale;
 using avx2_util::hsum_i32;
 using avx2_util::load32;
 
-// Scale s of 8 int16 scales (both 128-bit halves hold all 8) in every int16 lane.
-GR_AVX2 inline __m256i broadcast_scale(__m256i scales16, int s) {
-    return _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(int16_t(0x0100 + 0x0202 * s)));
-}
-
 // A Q4_K / Q5_K super-block's 8 scales as int16 in both halves, and sum_s min_s * (its activation
-// sum), the min term, from the 12 packed bytes: the masks pull the four 6-bit fields of each 32-bit
-// word at once (see unpack_k_scales for the layout).
+// sum), the min term.
 GR_AVX2 inline __m256i k_scales(const uint8_t packed[12], const int16_t* bsums, int32_t& min_term) {
-    uint32_t a[3];
-    std::memcpy(a, packed, sizeof a);
-    const uint32_t sc_lo = a[0] & 0x3f3f3f3f, m_lo = a[1] & 0x3f3f3f3f;
-    const uint32_t sc_hi = (a[2] & 0x0f0f0f0f) | ((a[0] >> 6) & 0x03030303) << 4;
-    const uint32_t m_hi = ((a[2] >> 4) & 0x0f0f0f0f) | ((a[1] >> 6) & 0x03030303) << 4;
-    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int32_t(m_hi), int32_t(m_lo)));
+    const avx2_util::KScalesMins k = avx2_util::k_scales_mins(packed);
     // bsums are per 16 activations; a sub-block of 32 takes two neighbours (hadd pairs them).
     const __m128i pair_sums = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums)),
                                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums + 8)));
-    __m128i m = _mm_madd_epi16(mins16, pair_sums);
+    __m128i m = _mm_madd_epi16(k.mins16, pair_sums);
     m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4e));
     m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0xb1));
     min_term = _mm_cvtsi128_si32(m);
-    return _mm256_broadcastsi128_si256(
-        _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int32_t(sc_hi), int32_t(sc_lo))));
+    return _mm256_broadcastsi128_si256(k.scales16);
 }
 
 // sum over a 32-weight sub-block of q · x, scaled by its int16 scale: 8 int32 lanes.

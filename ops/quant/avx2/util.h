@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "ops/simd.h"
 
@@ -64,6 +65,27 @@ GR_AVX2 inline __m256 row_scales8(const Block* const w[8], int64_t b) {
 // a fixed distance within the row left the start of every next row unrequested at K = 2048.
 GR_AVX2 inline void prefetch_lines(const void* p, int bytes) {
     for (int off = 0; off < bytes; off += 64) _mm_prefetch(static_cast<const char*>(p) + off, _MM_HINT_T0);
+}
+
+// A Q4_K / Q5_K super-block's 8 sub-block scales and 8 mins, each as 8 int16, from its 12 packed
+// bytes: the masks pull the four 6-bit fields of each 32-bit word at once (see unpack_k_scales in
+// ops/quant/k_common.h for the layout).
+struct KScalesMins {
+    __m128i scales16, mins16;
+};
+GR_AVX2 inline KScalesMins k_scales_mins(const uint8_t packed[12]) {
+    uint32_t a[3];
+    std::memcpy(a, packed, sizeof a);
+    const uint32_t sc_lo = a[0] & 0x3f3f3f3f, m_lo = a[1] & 0x3f3f3f3f;
+    const uint32_t sc_hi = (a[2] & 0x0f0f0f0f) | ((a[0] >> 6) & 0x03030303) << 4;
+    const uint32_t m_hi = ((a[2] >> 4) & 0x0f0f0f0f) | ((a[1] >> 6) & 0x03030303) << 4;
+    return {_mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int32_t(sc_hi), int32_t(sc_lo))),
+            _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int32_t(m_hi), int32_t(m_lo)))};
+}
+
+// Scale s of 8 int16 scales (both 128-bit halves hold all 8) in every int16 lane.
+GR_AVX2 inline __m256i broadcast_scale(__m256i scales16, int s) {
+    return _mm256_shuffle_epi8(scales16, _mm256_set1_epi16(int16_t(0x0100 + 0x0202 * s)));
 }
 
 }  // namespace graphrun::ops::avx2_util

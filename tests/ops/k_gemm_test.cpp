@@ -1,0 +1,157 @@
+// tests/ops/k_gemm_test.cpp — the K-quant GEMM (QuantTraits::gemm of Q4_K, ops/quant/avx2/k_gemm.cpp)
+// against the per-token path it replaces: every output bit for bit equal to scalar::vec_dot_q4_k_q8_k
+// for token counts 1..17 (whole 8-token tiles and every remainder), row counts and ranges that cut
+// the 16-row blocks, K of one to many super-blocks, at every SIMD level this CPU has; plus NMSE
+// against the float reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ops/matmul_quant.h"
+#include "ops/quant/kernels.h"
+#include "tests/common/quant_test_util.h"
+
+namespace graphrun::ops {
+namespace {
+
+using testing::matmul_quant_prepare;
+using testing::QuantMatmul;
+
+// y[t, n] = scalar::vec_dot(W[n], xq[t]) for every output, from the matmul's own quantized xq.
+std::vector<float> per_token_scalar(const QuantMatmul& m, DType wtype, int64_t n_tokens, int64_t n, int64_t k) {
+    const QuantTraits& scalar_tr = *quant_traits_at(wtype, SimdLevel::Scalar);
+    const int64_t w_row = row_bytes(wtype, k), xq_row = row_bytes(scalar_tr.vec_dot_type, k);
+    std::vector<float> y(size_t(n_tokens * n));
+    for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t r = 0; r < n; ++r)
+            y[size_t(t * n + r)] = scalar_tr.vec_dot(k, m.w.data() + r * w_row, m.scratch.data() + t * xq_row);
+    return y;
+}
+
+std::vector<SimdLevel> levels_with_gemm(DType wtype) {
+    std::vector<SimdLevel> out;
+    for (SimdLevel level : kSimdLevels)
+        if (simd_level_available(level) && quant_traits_at(wtype, level)->gemm) out.push_back(level);
+    return out;
+}
+
+TEST(KQuantGemm, Q4KHasAGemmAtTheAvx2LevelWhichTheAvx512LevelRuns) {
+    EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Scalar)->gemm, nullptr);
+    EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Avx2)->gemm, avx2::gemm_q4_k_q8_k);
+    EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Avx512)->gemm, avx2::gemm_q4_k_q8_k);
+}
+
+// The bit-for-bit rule over tokens 1..17 and odd row counts, the rows split in three uneven ranges.
+TEST(KQuantGemm, EveryOutputEqualsTheScalarPerTokenDotBitForBit) {
+    const DType wtype = DType::Q4_K;
+    const std::vector<SimdLevel> levels = levels_with_gemm(wtype);
+    if (levels.empty()) GTEST_SKIP() << "no level with a Q4_K gemm on this CPU";
+    int checked = 0;
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 256}, {5, 3 * 256}, {19, 2 * 256}, {37, 7 * 256}}) {
+        const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, uint32_t(n * 7 + k));
+        for (int64_t n_tokens = 1; n_tokens <= 17; ++n_tokens) {
+            const auto xf =
+                testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, uint32_t(n_tokens + k));
+            QuantMatmul ref(wtype, n_tokens, n, k, wf, xf);
+            matmul_quant_prepare(ref.args, 0, n_tokens);
+            const std::vector<float> want = per_token_scalar(ref, wtype, n_tokens, n, k);
+            for (SimdLevel level : levels) {
+                QuantMatmul m(wtype, n_tokens, n, k, wf, xf);
+                matmul_quant_prepare(m.args, 0, n_tokens);
+                const int64_t cut1 = n / 3 + 1, cut2 = std::max(cut1, n - n / 4);  // cut the 16-row blocks
+                const QuantTraits& tr = *quant_traits_at(wtype, level);
+                matmul_quant_run_with(m.args, 0, cut1, tr);
+                if (cut1 < cut2) matmul_quant_run_with(m.args, cut1, cut2, tr);
+                if (cut2 < n) matmul_quant_run_with(m.args, cut2, n, tr);
+                ASSERT_EQ(std::memcmp(m.y.data(), want.data(), want.size() * sizeof(float)), 0)
+                    << simd_level_name(level) << " tokens " << n_tokens << " N " << n << " K " << k;
+                ++checked;
+            }
+        }
+    }
+    EXPECT_GE(checked, 68);
+}
+
+// One row at a time, the smallest ranges the executor could make: the whole call's bits.
+TEST(KQuantGemm, SingleRowRangesGiveTheWholeCallsBits) {
+    const DType wtype = DType::Q4_K;
+    const int64_t n = 21, k = 5 * 256;
+    for (SimdLevel level : levels_with_gemm(wtype))
+        for (int64_t n_tokens : {2, 9, 16}) {
+            const QuantTraits& tr = *quant_traits_at(wtype, level);
+            const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, 5);
+            const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, 6);
+            QuantMatmul whole(wtype, n_tokens, n, k, wf, xf), pieces(wtype, n_tokens, n, k, wf, xf);
+            matmul_quant_prepare(whole.args, 0, n_tokens);
+            matmul_quant_prepare(pieces.args, 0, n_tokens);
+            matmul_quant_run_with(whole.args, 0, n, tr);
+            for (int64_t r = 0; r < n; ++r) matmul_quant_run_with(pieces.args, r, r + 1, tr);
+            EXPECT_EQ(std::memcmp(whole.y.data(), pieces.y.data(), whole.y.size() * sizeof(float)), 0)
+                << simd_level_name(level) << " tokens " << n_tokens;
+        }
+}
+
+// A token's outputs do not depend on the batch it came in: token t of a 13-token call equals the same
+// token run alone (the decode path) and in a 3-token call (a remainder tile).
+TEST(KQuantGemm, ATokensOutputsDoNotDependOnTheBatch) {
+    const DType wtype = DType::Q4_K;
+    const int64_t n = 18, k = 4 * 256, n_tokens = 13;
+    const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, 31);
+    const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, 32);
+    for (SimdLevel level : levels_with_gemm(wtype)) {
+        const QuantTraits& tr = *quant_traits_at(wtype, level);
+        QuantMatmul all(wtype, n_tokens, n, k, wf, xf);
+        matmul_quant_prepare(all.args, 0, n_tokens);
+        matmul_quant_run_with(all.args, 0, n, tr);
+        for (int64_t first : {int64_t(0), int64_t(9)})
+            for (int64_t count : {int64_t(1), int64_t(3)}) {
+                const std::vector<float> part(xf.begin() + first * k, xf.begin() + (first + count) * k);
+                QuantMatmul m(wtype, count, n, k, wf, part);
+                matmul_quant_prepare(m.args, 0, count);
+                matmul_quant_run_with(m.args, 0, n, tr);
+                EXPECT_EQ(std::memcmp(m.y.data(), all.y.data() + first * n, m.y.size() * sizeof(float)), 0)
+                    << simd_level_name(level) << " tokens " << first << ".." << first + count - 1;
+            }
+    }
+}
+
+// Tiny weights make subnormal fp16 super-block scales: still the scalar path's bits.
+TEST(KQuantGemm, SubnormalWeightScalesGiveTheScalarBits) {
+    const DType wtype = DType::Q4_K;
+    const int64_t n = 9, k = 2 * 256;
+    auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, 21);
+    for (float& v : wf) v *= 1e-5f;
+    for (SimdLevel level : levels_with_gemm(wtype))
+        for (int64_t n_tokens : {1, 6}) {
+            const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, 22);
+            QuantMatmul m(wtype, n_tokens, n, k, wf, xf);
+            uint16_t d0;
+            std::memcpy(&d0, m.w.data(), sizeof d0);  // the first super-block's d leads its bytes
+            ASSERT_TRUE((d0 & 0x7c00) == 0 && (d0 & 0x3ff) != 0) << "d " << d0;
+            matmul_quant_prepare(m.args, 0, n_tokens);
+            matmul_quant_run_with(m.args, 0, n, *quant_traits_at(wtype, level));
+            const std::vector<float> want = per_token_scalar(m, wtype, n_tokens, n, k);
+            EXPECT_EQ(std::memcmp(m.y.data(), want.data(), want.size() * sizeof(float)), 0)
+                << simd_level_name(level) << " tokens " << n_tokens;
+        }
+}
+
+// The gemm against the op's float reference (dequantized weights, double sums).
+TEST(KQuantGemm, MatchesTheFloatReference) {
+    const DType wtype = DType::Q4_K;
+    const int64_t n = 37, k = 11 * 256, n_tokens = 10;
+    const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, 11);
+    const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, 12);
+    for (SimdLevel level : levels_with_gemm(wtype)) {
+        QuantMatmul m(wtype, n_tokens, n, k, wf, xf), ref(wtype, n_tokens, n, k, wf, xf);
+        matmul_quant_prepare(m.args, 0, n_tokens);
+        matmul_quant_run_with(m.args, 0, n, *quant_traits_at(wtype, level));
+        matmul_quant_reference(ref.args);
+        EXPECT_LT(testing::nmse(m.y, ref.y), 1e-8) << simd_level_name(level) << " " << testing::nmse(m.y, ref.y);
+    }
+}
+
+}  // namespace
+}  // namespace graphrun::ops
