@@ -64,7 +64,8 @@ Outcome run(const std::shared_ptr<const Model>& model, const std::vector<int32_t
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    // (memcmp may not be given an empty vector's null data, even for 0 bytes)
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Speculative against plain: the same tokens, stop, cache and sampler. Returns the speculative run.
