@@ -3,13 +3,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "harness/op_call.h"
 #include "ops/op_table.h"
-#include "ops/quant/traits.h"
 #include "ops/quant/kernels.h"
+#include "ops/quant/traits.h"
 #include "runtime/kernel.h"
 
 namespace graphrun::ops::testing {
@@ -114,5 +115,19 @@ struct QuantMatmul {
         args.scratch_bytes = int64_t(scratch.size());
     }
 };
+
+// The matmul's invariant on row ranges: running rows [0, n) one row per call with `tr`'s kernels gives
+// the bits of one call over them all (random weights and Student-t activations, seeds 5 and 6).
+inline bool single_row_ranges_give_whole_call_bits(DType wtype, const QuantTraits& tr, int64_t n_tokens,
+                                                   int64_t n, int64_t k) {
+    const auto wf = random_values(size_t(n * k), Dist::Normal, 5);
+    const auto xf = random_values(size_t(n_tokens * k), Dist::StudentT3, 6);
+    QuantMatmul whole(wtype, n_tokens, n, k, wf, xf), pieces(wtype, n_tokens, n, k, wf, xf);
+    matmul_quant_prepare(whole.args, 0, n_tokens);
+    matmul_quant_prepare(pieces.args, 0, n_tokens);
+    matmul_quant_run_with(whole.args, 0, n, tr);
+    for (int64_t r = 0; r < n; ++r) matmul_quant_run_with(pieces.args, r, r + 1, tr);
+    return std::memcmp(whole.y.data(), pieces.y.data(), whole.y.size() * sizeof(float)) == 0;
+}
 
 }  // namespace graphrun::ops::testing

@@ -20,13 +20,15 @@ using testing::matmul_quant_prepare;
 using testing::QuantMatmul;
 
 // y[t, n] = scalar::vec_dot(W[n], xq[t]) for every output, from the matmul's own quantized xq.
-std::vector<float> per_token_scalar(const QuantMatmul& m, DType wtype, int64_t n_tokens, int64_t n, int64_t k) {
+std::vector<float> per_token_scalar(const QuantMatmul& m, DType wtype, int64_t n_tokens, int64_t n,
+                                    int64_t k) {
     const QuantTraits& scalar_tr = *quant_traits_at(wtype, SimdLevel::Scalar);
     const int64_t w_row = row_bytes(wtype, k), xq_row = row_bytes(scalar_tr.vec_dot_type, k);
     std::vector<float> y(size_t(n_tokens * n));
     for (int64_t t = 0; t < n_tokens; ++t)
         for (int64_t r = 0; r < n; ++r)
-            y[size_t(t * n + r)] = scalar_tr.vec_dot(k, m.w.data() + r * w_row, m.scratch.data() + t * xq_row);
+            y[size_t(t * n + r)] =
+                scalar_tr.vec_dot(k, m.w.data() + r * w_row, m.scratch.data() + t * xq_row);
     return y;
 }
 
@@ -52,8 +54,8 @@ TEST(KQuantGemm, EveryOutputEqualsTheScalarPerTokenDotBitForBit) {
     for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 256}, {5, 3 * 256}, {19, 2 * 256}, {37, 7 * 256}}) {
         const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, uint32_t(n * 7 + k));
         for (int64_t n_tokens = 1; n_tokens <= 17; ++n_tokens) {
-            const auto xf =
-                testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, uint32_t(n_tokens + k));
+            const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3,
+                                                   uint32_t(n_tokens + k));
             QuantMatmul ref(wtype, n_tokens, n, k, wf, xf);
             matmul_quant_prepare(ref.args, 0, n_tokens);
             const std::vector<float> want = per_token_scalar(ref, wtype, n_tokens, n, k);
@@ -80,15 +82,8 @@ TEST(KQuantGemm, SingleRowRangesGiveTheWholeCallsBits) {
     const int64_t n = 21, k = 5 * 256;
     for (SimdLevel level : levels_with_gemm(wtype))
         for (int64_t n_tokens : {2, 9, 16}) {
-            const QuantTraits& tr = *quant_traits_at(wtype, level);
-            const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, 5);
-            const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, 6);
-            QuantMatmul whole(wtype, n_tokens, n, k, wf, xf), pieces(wtype, n_tokens, n, k, wf, xf);
-            matmul_quant_prepare(whole.args, 0, n_tokens);
-            matmul_quant_prepare(pieces.args, 0, n_tokens);
-            matmul_quant_run_with(whole.args, 0, n, tr);
-            for (int64_t r = 0; r < n; ++r) matmul_quant_run_with(pieces.args, r, r + 1, tr);
-            EXPECT_EQ(std::memcmp(whole.y.data(), pieces.y.data(), whole.y.size() * sizeof(float)), 0)
+            EXPECT_TRUE(testing::single_row_ranges_give_whole_call_bits(wtype, *quant_traits_at(wtype, level),
+                                                                        n_tokens, n, k))
                 << simd_level_name(level) << " tokens " << n_tokens;
         }
 }
@@ -149,7 +144,8 @@ TEST(KQuantGemm, MatchesTheFloatReference) {
         matmul_quant_prepare(m.args, 0, n_tokens);
         matmul_quant_run_with(m.args, 0, n, *quant_traits_at(wtype, level));
         matmul_quant_reference(ref.args);
-        EXPECT_LT(testing::nmse(m.y, ref.y), 1e-8) << simd_level_name(level) << " " << testing::nmse(m.y, ref.y);
+        EXPECT_LT(testing::nmse(m.y, ref.y), 1e-8)
+            << simd_level_name(level) << " " << testing::nmse(m.y, ref.y);
     }
 }
 

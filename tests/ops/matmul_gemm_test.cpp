@@ -76,15 +76,8 @@ TEST(MatmulGemm, SingleRowRangesGiveTheWholeCallsBits) {
     if (!cpu_features().avx2) GTEST_SKIP() << "this CPU has no AVX2";
     const int64_t n = 19, k = 11 * 32, n_tokens = 11;
     for (DType wtype : kGemmTypes) {
-        const QuantTraits& tr = *quant_traits_at(wtype, SimdLevel::Avx2);
-        const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, 5);
-        const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, 6);
-        QuantMatmul whole(wtype, n_tokens, n, k, wf, xf), pieces(wtype, n_tokens, n, k, wf, xf);
-        matmul_quant_prepare(whole.args, 0, n_tokens);
-        matmul_quant_prepare(pieces.args, 0, n_tokens);
-        matmul_quant_run_with(whole.args, 0, n, tr);
-        for (int64_t r = 0; r < n; ++r) matmul_quant_run_with(pieces.args, r, r + 1, tr);
-        EXPECT_EQ(std::memcmp(whole.y.data(), pieces.y.data(), whole.y.size() * sizeof(float)), 0)
+        EXPECT_TRUE(testing::single_row_ranges_give_whole_call_bits(
+            wtype, *quant_traits_at(wtype, SimdLevel::Avx2), n_tokens, n, k))
             << dtype_name(wtype);
     }
 }
