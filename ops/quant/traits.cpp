@@ -6,9 +6,9 @@
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <vector>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ops/quant/kernels.h"
 
@@ -99,7 +99,7 @@ const TypeRow kRows[] = {
      .dequantize = {dequantize_as<block_q5_1, dequantize_row_q5_1>},
      .vec_dot = {scalar::vec_dot_q5_1_q8_1, avx2::vec_dot_q5_1_q8_1},
      .matmul_kernel = "matmul_q5_1",
-     .min_offset = 2},  // { fp16 d; fp16 m; ... }
+     .min_offset = 2},     // { fp16 d; fp16 m; ... }
     {.type = DType::Q8_1,  // activations of Q4_1 / Q5_1
      .vec_dot_type = DType::Q8_1,
      .quantize = {quantize_as<block_q8_1, quantize_row_q8_1_ref>},
@@ -161,7 +161,6 @@ struct Table {
                        r.matmul_kernel,
                        r.vec_dot4.at(level),
                        r.gemm.at(level),
-                       nullptr,
                        r.min_offset,
                        r.short_row_fallback.value_or(r.type)};
             by_type[size_t(r.type)] = &rows[i];
@@ -185,7 +184,8 @@ std::span<const DType> runnable_weight_types() {
     static const std::vector<DType> types = [] {
         std::vector<DType> out = {DType::F32, DType::F16};
         for (const DTypeTraits& t : dtype_table())
-            if (const QuantTraits* tr = quant_traits_at(t.type, SimdLevel::Scalar); tr && tr->vec_dot && tr->matmul_kernel)
+            if (const QuantTraits* tr = quant_traits_at(t.type, SimdLevel::Scalar);
+                tr && tr->vec_dot && tr->matmul_kernel)
                 out.push_back(t.type);
         return out;
     }();
@@ -198,7 +198,8 @@ std::span<const DType> runnable_quantized_weight_types() {
 
 std::string runnable_weight_type_names() {
     std::string names;
-    for (DType type : runnable_weight_types()) names += (names.empty() ? "" : ", ") + std::string(dtype_name(type));
+    for (DType type : runnable_weight_types())
+        names += (names.empty() ? "" : ", ") + std::string(dtype_name(type));
     return names;
 }
 

@@ -26,8 +26,8 @@ using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* act_ro
 using VecDot4Fn = void (*)(int64_t n, const void* w, int64_t w_stride, const void* x, float* out);
 
 // A tiled matmul over weight rows [row_begin, row_end) and every token: each weight block loaded
-// serves several tokens (prompts, batched decode). Q8_0, Q4_0 and Q4_K have one at the AVX2 level. W is in the layout `repack` made (or
-// as stored when repack is nullptr); xq holds n_tokens activation rows of xq_row_bytes.
+// serves several tokens (prompts, batched decode). Q8_0, Q4_0 and Q4_K have one at the AVX2 level. W is
+// as stored in the file (rows of w_row_bytes); xq holds n_tokens activation rows of xq_row_bytes.
 struct GemmArgs {
     int64_t k, n_tokens;
     const void* w;
@@ -38,9 +38,6 @@ struct GemmArgs {
     int64_t y_stride;
 };
 using GemmFn = void (*)(const GemmArgs& args, int64_t row_begin, int64_t row_end);
-// Re-lays a whole weight matrix (rows, k) once at load into the gemm's layout; returns bytes written
-// (out may be nullptr to ask how many are needed).
-using RepackFn = int64_t (*)(const void* w, int64_t rows, int64_t k, void* out);
 
 struct QuantTraits {
     DType type;
@@ -53,9 +50,8 @@ struct QuantTraits {
     // bits whatever the batch and however rows are split over threads, so a path may depend on the
     // row index and the matrix shape but never on n_tokens or the range being run.
     VecDot4Fn
-        vec_dot4;     // four rows at once (AVX-512 Q8_0 / Q4_0); used for rows in whole aligned groups of 4
-    GemmFn gemm;      // every call when set (any n_tokens); must give vec_dot's bits for every output
-    RepackFn repack;  // weights re-laid at load for gemm
+        vec_dot4;  // four rows at once (AVX-512 Q8_0 / Q4_0); used for rows in whole aligned groups of 4
+    GemmFn gemm;   // every call when set (any n_tokens); must give vec_dot's bits for every output
     // Byte offset in a weight block of the fp16 min m whose term the kernels take as m * the Q8_1
     // activation block's stored sum, as ggml does (Q4_1, Q5_1: 2); -1 for types without (the
     // K-quants' dmin is folded in from Q8_K's exact integer sums). matmul_quant_reference follows it.

@@ -132,74 +132,96 @@ TensorChoice TensorTypeChooser::choose(const GgufTensor& t) const {
     return choose_matrix(t);
 }
 
-TensorChoice TensorTypeChooser::choose_matrix(const GgufTensor& t) const {
-    const Category cat = category_of(t.name);
-    const bool falcon = arch_ == "falcon";
+namespace {
+
+// c takes `type` for `why`, unless it has that type already (the first reason stands).
+void set_type(TensorChoice& c, DType type, std::string why) {
+    if (type == c.type) return;
+    c.type = type;
+    c.why = std::move(why);
+}
+
+// Rows that are not whole blocks of c's type take the type's short-row fallback, as llama-quantize does.
+TensorChoice fit_rows(const GgufTensor& t, TensorChoice c) {
     const int64_t nx = t.ne[0];
-    TensorChoice c{true, mix_.base, "", false};
-    auto set = [&](DType type, std::string why) {
-        if (type == c.type) return;
-        c.type = type;
-        c.why = std::move(why);
-    };
-    const std::string m = mix_.name;
-    if (!options_.pure) {
-        if (cat == Category::Output || (tied_embeddings_ && cat == Category::TokenEmbd)) {
-            const std::string what = cat == Category::Output ? "output.weight" : "tied token embeddings";
-            if (options_.output_tensor_type)
-                set(*options_.output_tensor_type, "--output-tensor-type");
-            else if (falcon || nx % dtype_traits(c.type).block_size != 0)
-                set(DType::Q8_0, what + " with rows not whole blocks of " + dtype_name(mix_.base) + ": q8_0");
-            else if (c.type != DType::Q8_0)
-                set(DType::Q6_K, what + ": q6_k in every mix");
-        } else if (cat == Category::AttnV) {
-            const int64_t i = index_in(attn_v_order_, t.name), n = int64_t(attn_v_order_.size());
-            const std::string at = " (attn_v " + std::to_string(i) + " of " + std::to_string(n) + ")";
-            if (m == "iq4_xs" && n_head_kv_ > 0 && n_head_ / n_head_kv_ >= 4)
-                set(DType::Q5_K, "attn_v with 4+ query heads per KV head");
-            else if ((m == "q4_k_m" || m == "q5_k_m") && use_more_bits(i, n))
-                set(DType::Q6_K, "more bits in the first and last layers and every third" + at);
-            else if (m == "q4_k_s" && i < 4)
-                set(DType::Q5_K, "attn_v of the first 4 layers" + at);
-            // Llama-2-70B: 8 query heads share each attn_v, so it is 8x smaller; llama.cpp gives it Q5_K.
-            if (arch_ == "llama" && n_layer_ == 80 && n_head_ != n_head_kv_ &&
-                (c.type == DType::Q3_K || c.type == DType::Q4_K))
-                set(DType::Q5_K, "attn_v of an 80-layer GQA model (Llama-2-70B)");
-        } else if (cat == Category::FfnDown) {
-            const int64_t i = index_in(ffn_down_order_, t.name), n = n_layer_;
-            const std::string at =
-                " (ffn_down " + std::to_string(i) + " of " + std::to_string(n) + " layers)";
-            if (m == "q4_k_m") {
-                if (falcon)
-                    set(i < n / 16            ? DType::Q6_K
-                        : use_more_bits(i, n) ? DType::Q5_K
-                                              : DType::Q4_K,
-                        "falcon ffn_down" + at);
-                else if (use_more_bits(i, n))
-                    set(DType::Q6_K, "more bits in the first and last layers and every third" + at);
-            } else if (i < n / 8 && m == "iq4_xs") {
-                set(DType::Q5_K, "ffn_down of the first eighth of the layers" + at);
-            } else if (m == "q5_k_m" && use_more_bits(i, n)) {
-                set(DType::Q6_K, "more bits in the first and last layers and every third" + at);
-            } else if (m == "q4_k_s" && !falcon && i < n / 8) {
-                set(DType::Q5_K, "ffn_down of the first eighth of the layers" + at);
-            }
-        }
-    }
-    // Rows that are not whole blocks of the chosen type.
     const int64_t block = dtype_traits(c.type).block_size;
-    if (nx % block != 0) {
-        const std::string rows = "rows of " + std::to_string(nx) + " elements are not a multiple of the " +
-                                 dtype_name(c.type) + " block size " + std::to_string(block);
-        // llama.cpp has no fallback for the 32-blocks and refuses the model; graphrun keeps it.
-        const ops::QuantTraits* traits = ops::quant_traits(c.type);
-        DType fallback = traits ? traits->short_row_fallback : c.type;
-        if (fallback == c.type) return {true, t.type, rows, true};
-        if (nx % dtype_traits(fallback).block_size != 0) fallback = DType::F16;
-        c.type = fallback;
-        c.why = rows + ": " + dtype_name(fallback) + " instead";
-    }
+    if (nx % block == 0) return c;
+    const std::string rows = "rows of " + std::to_string(nx) + " elements are not a multiple of the " +
+                             dtype_name(c.type) + " block size " + std::to_string(block);
+    // llama.cpp has no fallback for the 32-blocks and refuses the model; graphrun keeps it.
+    const ops::QuantTraits* traits = ops::quant_traits(c.type);
+    DType fallback = traits ? traits->short_row_fallback : c.type;
+    if (fallback == c.type) return {true, t.type, rows, true};
+    if (nx % dtype_traits(fallback).block_size != 0) fallback = DType::F16;
+    c.type = fallback;
+    c.why = rows + ": " + dtype_name(fallback) + " instead";
     return c;
+}
+
+}  // namespace
+
+TensorChoice TensorTypeChooser::choose_matrix(const GgufTensor& t) const {
+    TensorChoice c{true, mix_.base, "", false};
+    if (!options_.pure) {
+        const Category cat = category_of(t.name);
+        if (cat == Category::Output || (tied_embeddings_ && cat == Category::TokenEmbd))
+            choose_output(t, c);
+        else if (cat == Category::AttnV)
+            choose_attn_v(t, c);
+        else if (cat == Category::FfnDown)
+            choose_ffn_down(t, c);
+    }
+    return fit_rows(t, c);
+}
+
+void TensorTypeChooser::choose_output(const GgufTensor& t, TensorChoice& c) const {
+    const std::string what =
+        category_of(t.name) == Category::Output ? "output.weight" : "tied token embeddings";
+    if (options_.output_tensor_type)
+        set_type(c, *options_.output_tensor_type, "--output-tensor-type");
+    else if (arch_ == "falcon" || t.ne[0] % dtype_traits(c.type).block_size != 0)
+        set_type(c, DType::Q8_0, what + " with rows not whole blocks of " + dtype_name(mix_.base) + ": q8_0");
+    else if (c.type != DType::Q8_0)
+        set_type(c, DType::Q6_K, what + ": q6_k in every mix");
+}
+
+void TensorTypeChooser::choose_attn_v(const GgufTensor& t, TensorChoice& c) const {
+    const std::string m = mix_.name;
+    const int64_t i = index_in(attn_v_order_, t.name), n = int64_t(attn_v_order_.size());
+    const std::string at = " (attn_v " + std::to_string(i) + " of " + std::to_string(n) + ")";
+    if (m == "iq4_xs" && n_head_kv_ > 0 && n_head_ / n_head_kv_ >= 4)
+        set_type(c, DType::Q5_K, "attn_v with 4+ query heads per KV head");
+    else if ((m == "q4_k_m" || m == "q5_k_m") && use_more_bits(i, n))
+        set_type(c, DType::Q6_K, "more bits in the first and last layers and every third" + at);
+    else if (m == "q4_k_s" && i < 4)
+        set_type(c, DType::Q5_K, "attn_v of the first 4 layers" + at);
+    // Llama-2-70B: 8 query heads share each attn_v, so it is 8x smaller; llama.cpp gives it Q5_K.
+    if (arch_ == "llama" && n_layer_ == 80 && n_head_ != n_head_kv_ &&
+        (c.type == DType::Q3_K || c.type == DType::Q4_K))
+        set_type(c, DType::Q5_K, "attn_v of an 80-layer GQA model (Llama-2-70B)");
+}
+
+void TensorTypeChooser::choose_ffn_down(const GgufTensor& t, TensorChoice& c) const {
+    const std::string m = mix_.name;
+    const bool falcon = arch_ == "falcon";
+    const int64_t i = index_in(ffn_down_order_, t.name), n = n_layer_;
+    const std::string at = " (ffn_down " + std::to_string(i) + " of " + std::to_string(n) + " layers)";
+    if (m == "q4_k_m") {
+        if (falcon)
+            set_type(c,
+                     i < n / 16            ? DType::Q6_K
+                     : use_more_bits(i, n) ? DType::Q5_K
+                                           : DType::Q4_K,
+                     "falcon ffn_down" + at);
+        else if (use_more_bits(i, n))
+            set_type(c, DType::Q6_K, "more bits in the first and last layers and every third" + at);
+    } else if (i < n / 8 && m == "iq4_xs") {
+        set_type(c, DType::Q5_K, "ffn_down of the first eighth of the layers" + at);
+    } else if (m == "q5_k_m" && use_more_bits(i, n)) {
+        set_type(c, DType::Q6_K, "more bits in the first and last layers and every third" + at);
+    } else if (m == "q4_k_s" && !falcon && i < n / 8) {
+        set_type(c, DType::Q5_K, "ffn_down of the first eighth of the layers" + at);
+    }
 }
 
 }  // namespace graphrun::graph

@@ -68,6 +68,10 @@ class TensorTypeChooser {
 
   private:
     TensorChoice choose_matrix(const GgufTensor& t) const;
+    // The mix's rules by category (not under --pure), each changing c from the mix's base type.
+    void choose_output(const GgufTensor& t, TensorChoice& c) const;
+    void choose_attn_v(const GgufTensor& t, TensorChoice& c) const;
+    void choose_ffn_down(const GgufTensor& t, TensorChoice& c) const;
     const QuantMix& mix_;
     QuantMixOptions options_;
     std::string arch_;
