@@ -26,10 +26,11 @@
 #include <vector>
 
 #include "bench/big_buffer.h"
+#include "ops/matmul_quant.h"
 #include "ops/op_rows.h"
 #include "ops/op_table.h"
-#include "ops/quant/traits.h"
 #include "ops/quant/kernels.h"
+#include "ops/quant/traits.h"
 #include "runtime/checked_math.h"
 
 namespace graphrun::bench {
@@ -37,7 +38,7 @@ namespace {
 
 enum class Variant { Scalar, Simd1, Simd2, PerToken1 };
 const char* variant_name(Variant v) {
-    return v == Variant::Scalar ? "scalar"
+    return v == Variant::Scalar  ? "scalar"
            : v == Variant::Simd1 ? "simd_1t"
            : v == Variant::Simd2 ? "simd_2t"
                                  : "pertoken_1t";
@@ -94,16 +95,16 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
     const WeightPool& pool = weight_pool(type, n, k);
     const bool quantized = type != DType::F32 && type != DType::F16;
     // The quantized types run the one traits-driven matmul; "scalar" gives it the scalar traits row.
-    ops::QuantTraits traits =
-        *ops::quant_traits_at(type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
+    ops::QuantTraits traits = *ops::quant_traits_at(
+        type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
     if (variant == Variant::PerToken1) traits.gemm = nullptr;
     const ops::QuantTraits& act_traits = *ops::quant_traits_at(
         traits.vec_dot_type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
     std::vector<float> x(static_cast<size_t>(n_tokens * k)), y(static_cast<size_t>(n_tokens * n));
     FastRandom rng{12345};
     for (float& v : x) v = rng.next();
-    const int64_t xq_row = quantized ? row_bytes(traits.vec_dot_type, k) : 0;
-    std::vector<uint8_t> scratch(static_cast<size_t>(n_tokens * xq_row));
+    std::vector<uint8_t> scratch(
+        static_cast<size_t>(quantized ? ops::matmul_quant_scratch_bytes_for(type, n_tokens, k) : 0));
     KernelArgs args;
     args.n_in = 2;
     args.in[0] = ref(DType::F32, n_tokens, k, x.data());
@@ -123,9 +124,7 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
     for (auto _ : state) {
         args.in[1].data = const_cast<uint8_t*>(pool.copy(iteration++));
         // The activations are quantized once per call, inside the timing, as the op's prepare does.
-        if (quantized)
-            for (int64_t t = 0; t < n_tokens; ++t)
-                act_traits.quantize_row(&x[size_t(t * k)], scratch.data() + t * xq_row, k);
+        if (quantized) ops::matmul_quant_prepare_with(args, 0, n_tokens, traits, act_traits);
         if (variant == Variant::Simd2)
             arena.execute([&] {
                 tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64),
@@ -153,8 +152,8 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
 const int registered = [] {
     const std::pair<int64_t, int64_t> shapes[] = {
         {2048, 2048}, {5632, 2048}, {2048, 5632}, {4096, 4096}, {32000, 2048}};
-    for (DType type : {DType::Q4_0, DType::Q8_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
-                       DType::Q6_K, DType::IQ4_XS, DType::F16, DType::F32})
+    for (DType type : {DType::Q4_0, DType::Q8_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K,
+                       DType::Q5_K, DType::Q6_K, DType::IQ4_XS, DType::F16, DType::F32})
         for (auto [n, k] : shapes) {
             const bool gemm = ops::quant_traits(type) && ops::quant_traits(type)->gemm;
             std::vector<int64_t> token_counts = {1, 32};

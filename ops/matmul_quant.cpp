@@ -3,7 +3,8 @@
 //
 //   x (n_tokens, K) f32 · W (N, K)ᵀ quantized -> y (n_tokens, N) f32
 //   scratch: xq (n_tokens, K) in the traits' vec_dot_type (Q8_0, Q8_1 or Q8_K), the activations
-//   quantized once per call.
+//   quantized once per call; then, for a gemm that reads them (traits' gemm_group_sums), the sums of
+//   each 32 values of xq, (n_tokens, K / 32) int16, at offset group_sums_offset.
 //
 // prepare (work units: tokens) quantizes x into xq; run (work units: weight rows n, i.e. output
 // columns) computes y[t, n] = vec_dot(W[n], xq[t]). Decode is bound by reading W, so every weight
@@ -33,6 +34,11 @@ namespace graphrun::ops {
 namespace {
 
 constexpr int64_t kRowTile = 16;  // 16 rows of K = 4096 in Q8_0 are 70 KiB: well inside L2
+
+// Where the group sums start in the scratch: after xq, 64-byte aligned.
+int64_t group_sums_offset(int64_t n_tokens, int64_t xq_row) {
+    return (n_tokens * xq_row + 63) / 64 * 64;
+}
 
 // One token's outputs for weight rows [n0, n1) of the N rows.
 void run_token(const QuantTraits& tr, int64_t k, int64_t n_out, const uint8_t* w, int64_t w_row,
@@ -72,7 +78,10 @@ void run_rows(const KernelArgs& a, int64_t begin, int64_t end, const QuantTraits
                  .xq = xq,
                  .xq_row_bytes = xq_row,
                  .y = y,
-                 .y_stride = n_out},
+                 .y_stride = n_out,
+                 .x_group_sums = tr.gemm_group_sums ? reinterpret_cast<const int16_t*>(
+                                                          xq + group_sums_offset(n_tokens, xq_row))
+                                                    : nullptr},
                 begin, end);
         return;
     }
@@ -113,7 +122,14 @@ TensorDesc matmul_quant_infer(const NodeInfo& node) {
 int64_t matmul_quant_scratch_bytes(const NodeInfo& node) {
     const TensorDesc& x = node.inputs[0];
     const int64_t k = x.shape.back();
-    return x.n_elements() / k * row_bytes(quant_traits(node.inputs[1].dtype)->vec_dot_type, k);
+    return matmul_quant_scratch_bytes_for(node.inputs[1].dtype, x.n_elements() / k, k);
+}
+
+int64_t matmul_quant_scratch_bytes_for(DType weight, int64_t n_tokens, int64_t k) {
+    const QuantTraits& tr = *quant_traits(weight);
+    const int64_t xq_row = row_bytes(tr.vec_dot_type, k);
+    if (!tr.gemm_group_sums) return n_tokens * xq_row;
+    return group_sums_offset(n_tokens, xq_row) + n_tokens * (k / 32) * int64_t(sizeof(int16_t));
 }
 
 int64_t matmul_quant_work_items(const KernelArgs& a) {
@@ -130,12 +146,8 @@ namespace {
 // xq[t] = x[t] in the activation type, for tokens [begin, end).
 template <SimdLevel L>
 void prepare_at(const KernelArgs& a, int64_t begin, int64_t end) {
-    const DType act = quant_traits_at(a.in[1].dtype, L)->vec_dot_type;
-    const QuantizeRowFn quantize = quant_traits_at(act, L)->quantize_row;
-    const int64_t k = a.in[0].cols(), xq_row = row_bytes(act, k);
-    const auto* x = a.in[0].as<const float>();
-    auto* xq = static_cast<uint8_t*>(a.scratch);
-    for (int64_t t = begin; t < end; ++t) quantize(x + t * k, xq + t * xq_row, k);
+    const QuantTraits& wt = *quant_traits_at(a.in[1].dtype, L);
+    matmul_quant_prepare_with(a, begin, end, wt, *quant_traits_at(wt.vec_dot_type, L));
 }
 
 template <SimdLevel L>
@@ -144,6 +156,18 @@ void run_at(const KernelArgs& a, int64_t begin, int64_t end) {
 }
 
 }  // namespace
+
+void matmul_quant_prepare_with(const KernelArgs& a, int64_t begin, int64_t end, const QuantTraits& wt,
+                               const QuantTraits& xt) {
+    const int64_t k = a.in[0].cols(), xq_row = row_bytes(wt.vec_dot_type, k);
+    const auto* x = a.in[0].as<const float>();
+    auto* xq = static_cast<uint8_t*>(a.scratch);
+    for (int64_t t = begin; t < end; ++t) xt.quantize_row(x + t * k, xq + t * xq_row, k);
+    if (!wt.gemm_group_sums)
+        return;  // at every level, so a level that binds the scalar prepare still has them
+    auto* sums = reinterpret_cast<int16_t*>(xq + group_sums_offset(a.in[0].rows(), xq_row));
+    for (int64_t t = begin; t < end; ++t) xt.group_sums(xq + t * xq_row, sums + t * (k / 32), k);
+}
 
 void matmul_quant_run_with(const KernelArgs& a, int64_t begin, int64_t end, const QuantTraits& traits) {
     run_rows(a, begin, end, traits);
@@ -155,8 +179,8 @@ namespace {
 // the min term from the Q8_1 activation's block sum s as stored (rounded to fp16), as ggml does:
 //   y = sum_b [ sum_{i in b} (w_i - m_b) x_i + m_b s_b ].
 // m_b is the fp16 at byte min_offset of the weight block.
-void reference_with_block_sums(const KernelArgs& a, const std::vector<float>& wf, const std::vector<float>& xf,
-                               int min_offset) {
+void reference_with_block_sums(const KernelArgs& a, const std::vector<float>& wf,
+                               const std::vector<float>& xf, int min_offset) {
     const TensorRef& w = a.in[1];
     const int64_t k = w.dim(1), n_out = w.dim(0), n_tokens = a.in[0].rows(), nb = k / kQK;
     const int64_t block_bytes = dtype_traits(w.dtype).block_bytes;

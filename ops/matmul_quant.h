@@ -12,6 +12,8 @@ namespace graphrun::ops {
 // Checks x f32 (.., K), W a matrix (N, K) of a type with a vec_dot, K a multiple of its block size.
 TensorDesc matmul_quant_infer(const NodeInfo& node);
 int64_t matmul_quant_scratch_bytes(const NodeInfo& node);
+// The same for a weight type and shape: xq, then the group sums a gemm may read (ops/matmul_quant.cpp).
+int64_t matmul_quant_scratch_bytes_for(DType weight, int64_t n_tokens, int64_t k);
 int64_t matmul_quant_work_items(const KernelArgs& args);     // N (weight rows)
 int64_t matmul_quant_prepare_items(const KernelArgs& args);  // n_tokens
 void matmul_quant_reference(const KernelArgs& args);

@@ -36,6 +36,11 @@ void quantize_row_q8_k_ref(const float* x, block_q8_K* y, int64_t n);
 void quantize_row_iq4_xs_ref(const float* x, block_iq4_xs* y, int64_t n);
 void quantize_row_iq4_nl_ref(const float* x, block_iq4_nl* y, int64_t n);  // as quantize_iq4_nl writes files
 
+// The sum of each 32 consecutive activation values of a quantized row, out[n / 32] (|sum| <= 32 * 128):
+// what a GEMM with a zero point or mins takes off, computed once per matmul call in its prepare.
+void group_sums_q8_0(const void* row, int16_t* out, int64_t n);
+void group_sums_q8_k(const void* row, int16_t* out, int64_t n);  // from Q8_K's 16-value bsums
+
 void dequantize_row_q8_0(const block_q8_0* x, float* y, int64_t n);
 void dequantize_row_q4_0(const block_q4_0* x, float* y, int64_t n);
 void dequantize_row_q4_1(const block_q4_1* x, float* y, int64_t n);
@@ -75,8 +80,8 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace scalar
 
 namespace avx2 {
-// Q8_0 and Q4_0 (ops/quant/avx2/gemm_tiles.cpp, ops/quant/avx2/lanes_gemm.cpp): the scalar path's bits exactly,
-// one row or a whole tile. The traits' gemm is gemm_lanes_*; gemm_q8_0_q8_0 (row tiles) runs its
+// Q8_0 and Q4_0 (ops/quant/avx2/gemm_tiles.cpp, ops/quant/avx2/lanes_gemm.cpp): the scalar path's bits
+// exactly, one row or a whole tile. The traits' gemm is gemm_lanes_*; gemm_q8_0_q8_0 (row tiles) runs its
 // Q8_0 calls below 4 tokens.
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
@@ -105,8 +110,12 @@ void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n);
 const QuantTraits* quant_traits_at(DType type, SimdLevel level);
 
 // The matmul op's row loop (ops/matmul_quant.cpp) with a given traits row, whose gemm (or, without
-// one, vec_dot / vec_dot4) it uses: same args, work units and scratch contract as the op's run. Tests and benchmarks run
-// the op's loop on each path this way.
+// one, vec_dot / vec_dot4) it uses: same args, work units and scratch contract as the op's run. Tests and
+// benchmarks run the op's loop on each path this way.
 void matmul_quant_run_with(const KernelArgs& args, int64_t begin, int64_t end, const QuantTraits& traits);
+// The op's prepare (x quantized into the scratch, then the group sums when `weight` has
+// gemm_group_sums) with the activation type's traits row `act`, for tokens [begin, end).
+void matmul_quant_prepare_with(const KernelArgs& args, int64_t begin, int64_t end, const QuantTraits& weight,
+                               const QuantTraits& act);
 
 }  // namespace graphrun::ops

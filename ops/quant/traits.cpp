@@ -53,6 +53,8 @@ struct TypeRow {
     const char* matmul_kernel = nullptr;
     PerLevel<VecDot4Fn> vec_dot4{};
     PerLevel<GemmFn> gemm{};  // the AVX-512 level runs the AVX2 GEMM until it has one of its own
+    bool gemm_group_sums = false;
+    GroupSumsFn group_sums = nullptr;
     int min_offset = -1;
     std::optional<DType> short_row_fallback{};  // none: the type itself
 };
@@ -72,14 +74,16 @@ const TypeRow kRows[] = {
      .dequantize = {dequantize_as<block_q8_0, dequantize_row_q8_0>},
      .vec_dot = {scalar::vec_dot_q8_0_q8_0, avx2::vec_dot_q8_0_q8_0},
      .matmul_kernel = "matmul_q8_0",
-     .gemm = {.avx2 = avx2::gemm_lanes_q8_0_q8_0}},
+     .gemm = {.avx2 = avx2::gemm_lanes_q8_0_q8_0},
+     .group_sums = group_sums_q8_0},
     {.type = DType::Q4_0,
      .vec_dot_type = DType::Q8_0,
      .quantize = {quantize_as<block_q4_0, quantize_row_q4_0_ref>},
      .dequantize = {dequantize_as<block_q4_0, dequantize_row_q4_0>},
      .vec_dot = {scalar::vec_dot_q4_0_q8_0, avx2::vec_dot_q4_0_q8_0},
      .matmul_kernel = "matmul_q4_0",
-     .gemm = {.avx2 = avx2::gemm_lanes_q4_0_q8_0}},
+     .gemm = {.avx2 = avx2::gemm_lanes_q4_0_q8_0},
+     .gemm_group_sums = true},
     {.type = DType::Q4_1,
      .vec_dot_type = DType::Q8_1,
      .quantize = {quantize_as<block_q4_1, quantize_row_q4_1_ref>},
@@ -111,6 +115,7 @@ const TypeRow kRows[] = {
      .vec_dot = {scalar::vec_dot_q4_k_q8_k, avx2::vec_dot_q4_k_q8_k},
      .matmul_kernel = "matmul_q4_k",
      .gemm = {.avx2 = avx2::gemm_q4_k_q8_k},
+     .gemm_group_sums = true,
      .short_row_fallback = DType::Q5_0},
     {.type = DType::Q5_K,
      .vec_dot_type = DType::Q8_K,
@@ -129,7 +134,8 @@ const TypeRow kRows[] = {
     {.type = DType::Q8_K,  // activations of the super-block types
      .vec_dot_type = DType::Q8_K,
      .quantize = {quantize_as<block_q8_K, quantize_row_q8_k_ref>},
-     .dequantize = {dequantize_as<block_q8_K, dequantize_row_q8_k>}},
+     .dequantize = {dequantize_as<block_q8_K, dequantize_row_q8_k>},
+     .group_sums = group_sums_q8_k},
     {.type = DType::IQ4_NL,
      .vec_dot_type = DType::Q8_0,
      .quantize = {quantize_as<block_iq4_nl, quantize_row_iq4_nl_ref>},
@@ -161,6 +167,8 @@ struct Table {
                        r.matmul_kernel,
                        r.vec_dot4.at(level),
                        r.gemm.at(level),
+                       r.gemm_group_sums,
+                       r.group_sums,
                        r.min_offset,
                        r.short_row_fallback.value_or(r.type)};
             by_type[size_t(r.type)] = &rows[i];

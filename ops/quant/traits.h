@@ -36,8 +36,13 @@ struct GemmArgs {
     int64_t xq_row_bytes;
     float* y;  // y[t * y_stride + row]
     int64_t y_stride;
+    // (n_tokens, k / 32): the sum of each 32 activation values of xq[t], when the weight's traits have
+    // gemm_group_sums (Q4_0's zero point, Q4_K's mins); nullptr otherwise.
+    const int16_t* x_group_sums = nullptr;
 };
 using GemmFn = void (*)(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+// A quantized activation row -> the sum of each 32 of its values, out[n / 32].
+using GroupSumsFn = void (*)(const void* row, int16_t* out, int64_t n);
 
 struct QuantTraits {
     DType type;
@@ -52,6 +57,8 @@ struct QuantTraits {
     VecDot4Fn
         vec_dot4;  // four rows at once (AVX-512 Q8_0 / Q4_0); used for rows in whole aligned groups of 4
     GemmFn gemm;   // every call when set (any n_tokens); must give vec_dot's bits for every output
+    bool gemm_group_sums;    // the gemm reads GemmArgs::x_group_sums (the matmul's prepare fills them)
+    GroupSumsFn group_sums;  // activation types (Q8_0, Q8_K): how those sums are read off a row
     // Byte offset in a weight block of the fp16 min m whose term the kernels take as m * the Q8_1
     // activation block's stored sum, as ggml does (Q4_1, Q5_1: 2); -1 for types without (the
     // K-quants' dmin is folded in from Q8_K's exact integer sums). matmul_quant_reference follows it.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness/op_call.h"
+#include "ops/matmul_quant.h"
 #include "ops/op_table.h"
 #include "ops/quant/kernels.h"
 #include "ops/quant/traits.h"
@@ -106,7 +107,7 @@ struct QuantMatmul {
         : x(std::move(xf)),
           y(size_t(n_tokens * n), NAN),
           w(quantize_matrix(wtype, wf, n, k)),
-          scratch(size_t(n_tokens * row_bytes(quant_traits(wtype)->vec_dot_type, k))) {
+          scratch(size_t(matmul_quant_scratch_bytes_for(wtype, n_tokens, k))) {
         args.n_in = 2;
         args.in[0] = tensor_ref(DType::F32, {n_tokens, k}, x.data());
         args.in[1] = tensor_ref(wtype, {n, k}, w.data());

@@ -21,7 +21,6 @@
 // 6-bit scale then sums 2 pairs per int32 lane; a super-block's |sumi| <= 256 * 63 * 15 * 128 < 2^31.
 // Sub-block sums of x: bsums pairs <= 32 * 128 = 4096 (int16), times a 6-bit min, 8 of them: int32.
 #include <algorithm>
-#include <vector>
 
 #include "ops/quant/avx2/util.h"
 #include "ops/quant/kernels.h"
@@ -35,21 +34,6 @@ using avx2_util::load32;
 
 constexpr int kTokens = 8;         // tokens per tile: one int32 / float lane each
 constexpr int64_t kRowBlock = 16;  // rows that pass over one token group before the next group
-
-// The 8 sub-block sums of x (pairs of Q8_K's 16-value bsums) of every (token, super-block), once per
-// call: sums[(t * nb + b) * 8 + s].
-GR_AVX2 void subblock_sums(const GemmArgs& a, std::vector<int16_t>& sums) {
-    const int64_t nb = a.k / kQK_K;
-    sums.resize(size_t(a.n_tokens * nb * 8));
-    for (int64_t t = 0; t < a.n_tokens; ++t) {
-        const auto* x = reinterpret_cast<const block_q8_K*>(static_cast<const uint8_t*>(a.xq) + t * a.xq_row_bytes);
-        for (int64_t b = 0; b < nb; ++b) {
-            const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].bsums)),
-                                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].bsums + 8)));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(&sums[size_t((t * nb + b) * 8)]), pairs);
-        }
-    }
-}
 
 // v[0..7] (8 int32 each) -> lane i = sum of v[i]'s lanes.
 GR_AVX2 inline __m256i lane_sums8(const __m256i v[kTokens]) {
@@ -69,7 +53,8 @@ GR_AVX2 inline __m256i lane_sums8(const __m128i m[kTokens]) {
 
 // y[t0 + t, row] for t < T: weight row `w` against tokens t0 .. t0 + T - 1.
 template <int T>
-GR_AVX2 void row_tokens(const GemmArgs& a, const block_q4_K* w, int64_t row, int64_t t0, const int16_t* sums) {
+GR_AVX2 void row_tokens(const GemmArgs& a, const block_q4_K* w, int64_t row, int64_t t0,
+                        const int16_t* sums) {
     const float* f16 = fp16_to_f32_table();
     const int64_t nb = a.k / kQK_K;
     const block_q8_K* x[kTokens];  // lanes past T repeat token t0: computed, never stored
@@ -87,7 +72,8 @@ GR_AVX2 void row_tokens(const GemmArgs& a, const block_q4_K* w, int64_t row, int
         for (int c = 0; c < 4; ++c) {
             // Byte l of chunk c: weight 64c + l (low nibble, sub-block 2c), 64c + 32 + l (high, 2c + 1).
             const __m256i bits = load32(w[b].qs + 32 * c);
-            const __m256i lo = _mm256_and_si256(bits, low4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+            const __m256i lo = _mm256_and_si256(bits, low4),
+                          hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
             const __m256i sc_lo = broadcast_scale(scales, 2 * c), sc_hi = broadcast_scale(scales, 2 * c + 1);
             for (int t = 0; t < T; ++t) {
                 const int8_t* xq = x[t][b].qs + 64 * c;
@@ -115,9 +101,9 @@ GR_AVX2 void row_tokens(const GemmArgs& a, const block_q4_K* w, int64_t row, int
 }
 
 using RowTokensFn = void (*)(const GemmArgs&, const block_q4_K*, int64_t, int64_t, const int16_t*);
-constexpr RowTokensFn kRowTokens[kTokens + 1] = {nullptr,        row_tokens<1>, row_tokens<2>,
-                                                 row_tokens<3>,  row_tokens<4>, row_tokens<5>,
-                                                 row_tokens<6>,  row_tokens<7>, row_tokens<8>};
+constexpr RowTokensFn kRowTokens[kTokens + 1] = {nullptr,       row_tokens<1>, row_tokens<2>,
+                                                 row_tokens<3>, row_tokens<4>, row_tokens<5>,
+                                                 row_tokens<6>, row_tokens<7>, row_tokens<8>};
 
 GR_AVX2 void gemm_q4_k(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
     const auto* w = static_cast<const uint8_t*>(a.w);
@@ -126,14 +112,15 @@ GR_AVX2 void gemm_q4_k(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
             a.y[row] = avx2::vec_dot_q4_k_q8_k(a.k, w + row * a.w_row_bytes, a.xq);
         return;
     }
-    thread_local std::vector<int16_t> sums;  // per thread, kept between calls: no allocation once grown
-    subblock_sums(a, sums);
+    // The 8 sub-block sums of x of every (token, super-block), from the matmul's prepare:
+    // sums[(t * nb + b) * 8 + s] (GemmArgs::x_group_sums, one per 32 values).
+    const int16_t* sums = a.x_group_sums;
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowBlock) {
         const int64_t r1 = std::min(row_end, r0 + kRowBlock);
         for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTokens) {
             const RowTokensFn tile = kRowTokens[std::min<int64_t>(kTokens, a.n_tokens - t0)];
             for (int64_t row = r0; row < r1; ++row)
-                tile(a, reinterpret_cast<const block_q4_K*>(w + row * a.w_row_bytes), row, t0, sums.data());
+                tile(a, reinterpret_cast<const block_q4_K*>(w + row * a.w_row_bytes), row, t0, sums);
         }
     }
 }

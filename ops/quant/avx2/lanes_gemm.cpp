@@ -15,18 +15,18 @@
 // (a plain mul and add, this file is built with -ffp-contract=off), idot_b exact; so y[t, n] is the
 // same bits for any n_tokens, row range or thread count, and equals scalar::vec_dot.
 //
-// Prompts: a group of 8 rows is transposed once for all its blocks into a per-thread buffer, then
-// every token passes over it, 4 tokens at a time. Decode (one token): each block is transposed in
-// registers and used at once.
+// Prompts: a group of 8 rows is transposed kChunk blocks at a time into a buffer on the stack, then
+// every token passes over that chunk, 4 tokens at a time, its 8 running sums kept in y between chunks
+// (a float stored and loaded back is the same float, so the order of the sum is unchanged). Decode (one
+// token): each block is transposed in registers and used at once. The kernel allocates nothing.
 //
 // Integer ranges (|x| <= 127: activations are quantized with amax -> 127):
 //   Q4_0: maddubs(nibble 0..15, x) pairs <= 2 * 15 * 127 = 3810; a lane's int16 half adds 8 of them,
 //         <= 30480 < 32767, then madd widens. The zero point: (n - 8) · x = n · x - 8 * sum(x), with
-//         8 * sum(x) of each (token, block) computed once per call.
+//         sum(x) of each (token, block) from the matmul's prepare (GemmArgs::x_group_sums).
 //   Q8_0: maddubs(|w|, x with w's sign) pairs <= 2 * 128 * 127 = 32512, widened by madd every step.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "ops/quant/avx2/util.h"
 #include "ops/quant/kernels.h"
@@ -37,9 +37,10 @@ namespace {
 
 using avx2_util::row_scales8;
 
-constexpr int kRows = 8;     // rows per group: one per lane
-constexpr int kSteps = 8;    // 4-weight steps per 32-weight block
-constexpr int kTokens = 4;   // tokens per prompt micro-tile
+constexpr int kRows = 8;    // rows per group: one per lane
+constexpr int kSteps = 8;   // 4-weight steps per 32-weight block
+constexpr int kTokens = 4;  // tokens per prompt micro-tile
+constexpr int kChunk = 32;  // blocks transposed at once: 16 KiB of Q8_0 lanes (8 KiB of Q4_0) on the stack
 
 // 4 activation bytes (x.qs + 4 s, not 4-byte aligned inside a block) broadcast to every lane.
 GR_AVX2 inline __m256i broadcast4(const int8_t* p) {
@@ -115,19 +116,6 @@ struct Q8Lanes {
     }
 };
 
-// 8 * sum(x) of every block of every token, for Q4_0's zero point: zero[t * nb + b].
-GR_AVX2 void zero_points(const GemmArgs& a, std::vector<int32_t>& zero) {
-    const int64_t nb = a.k / kQK;
-    zero.resize(size_t(a.n_tokens * nb));
-    for (int64_t t = 0; t < a.n_tokens; ++t) {
-        const auto* x = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + t * a.xq_row_bytes);
-        for (int64_t b = 0; b < nb; ++b) {
-            const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(8), avx2_util::load32(x[b].qs));
-            zero[size_t(t * nb + b)] = avx2_util::hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
-        }
-    }
-}
-
 struct Group {
     const uint8_t* rows[kRows];  // rows past the range repeat a valid row (computed, not stored)
     int n_rows;
@@ -141,48 +129,62 @@ GR_AVX2 inline void store_rows(const GemmArgs& a, const Group& g, int64_t t, __m
 }
 
 // Decode and short remainders: token t over the group, each block transposed in registers.
+// The group's running sums of token t, stored by store_rows after an earlier chunk.
+GR_AVX2 inline __m256 load_rows(const GemmArgs& a, const Group& g, int64_t t) {
+    alignas(32) float in[kRows] = {};
+    for (int r = 0; r < g.n_rows; ++r) in[r] = a.y[t * a.y_stride + g.row0 + r];
+    return _mm256_load_ps(in);
+}
+
+// xsum: the token's block sums of x (Q4_0's zero point), nullptr for Q8_0.
 template <typename L>
-GR_AVX2 void group_one_token(const GemmArgs& a, const Group& g, int64_t t, const int32_t* zero, bool prefetch_next) {
+GR_AVX2 void group_one_token(const GemmArgs& a, const Group& g, int64_t t, const int16_t* xsum,
+                             bool prefetch_next) {
     const float* f16 = fp16_to_f32_table();
     const int64_t nb = a.k / kQK;
     const typename L::Block* w[kRows];
     for (int r = 0; r < kRows; ++r) w[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
-    const auto* x = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + t * a.xq_row_bytes);
+    const auto* x =
+        reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + t * a.xq_row_bytes);
     const int64_t next = prefetch_next ? kRows * a.w_row_bytes : 0;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         if (next && (b & 1) == 0)
-            for (int r = 0; r < kRows; ++r) _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
+            for (int r = 0; r < kRows; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
         __m256i v[L::kVectors];
         L::transpose(w, b, v);
         __m256i dots = L::dots(v, x[b].qs);
-        if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(zero[b]));
+        if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(8 * xsum[b]));
         const __m256 scale = _mm256_mul_ps(row_scales8(w, b), _mm256_set1_ps(f16[x[b].d]));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
     }
     store_rows(a, g, t, acc);
 }
 
-// Prompts: the group's blocks transposed once into `lanes` (nb * kVectors vectors) with their row
-// scales, then tokens [t0, t0 + kTokens) over them.
+// Prompts: blocks [b0, b1) of the group, transposed into `lanes` ((b1 - b0) * kVectors vectors) with
+// their row scales `dw`, then tokens [t0, t0 + kTokens) over them, continuing the sums of blocks < b0.
 template <typename L>
-GR_AVX2 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, const int32_t* lanes, const float* dw,
-                          const int32_t* zero) {
+GR_AVX2 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, int64_t b0, int64_t b1,
+                          const int32_t* lanes, const float* dw) {
     const float* f16 = fp16_to_f32_table();
     const int64_t nb = a.k / kQK;
     const block_q8_0* x[kTokens];
     for (int i = 0; i < kTokens; ++i)
-        x[i] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + (t0 + i) * a.xq_row_bytes);
+        x[i] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) +
+                                                   (t0 + i) * a.xq_row_bytes);
     __m256 acc[kTokens];
-    for (__m256& v : acc) v = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
+    for (int i = 0; i < kTokens; ++i) acc[i] = b0 == 0 ? _mm256_setzero_ps() : load_rows(a, g, t0 + i);
+    for (int64_t b = b0; b < b1; ++b) {
         __m256i v[L::kVectors];
         for (int s = 0; s < L::kVectors; ++s)
-            v[s] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + (b * L::kVectors + s) * 8));
-        const __m256 dw_b = _mm256_loadu_ps(dw + b * 8);
+            v[s] = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(lanes + ((b - b0) * L::kVectors + s) * 8));
+        const __m256 dw_b = _mm256_loadu_ps(dw + (b - b0) * 8);
         for (int i = 0; i < kTokens; ++i) {
             __m256i dots = L::dots(v, x[i][b].qs);
-            if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(zero[(t0 + i) * nb + b]));
+            if constexpr (L::kZeroPoint)
+                dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(8 * a.x_group_sums[(t0 + i) * nb + b]));
             const __m256 scale = _mm256_mul_ps(dw_b, _mm256_set1_ps(f16[x[i][b].d]));
             acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
         }
@@ -192,37 +194,31 @@ GR_AVX2 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, const i
 
 template <typename L>
 GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
-    // Per-thread scratch, kept between calls: no allocation once it has grown.
-    thread_local std::vector<int32_t> zero;
-    thread_local std::vector<int32_t> lanes;  // (nb, kVectors, 8)
-    thread_local std::vector<float> dw;       // (nb, 8)
+    alignas(32) int32_t lanes[kChunk * L::kVectors * 8];  // (kChunk, kVectors, 8)
+    alignas(32) float dw[kChunk * 8];                     // (kChunk, 8)
     const int64_t nb = a.k / kQK;
-    if constexpr (L::kZeroPoint) zero_points(a, zero);
-    const bool prompt = a.n_tokens >= kTokens;
-    if (prompt) {
-        lanes.resize(size_t(nb * L::kVectors * 8));
-        dw.resize(size_t(nb * 8));
-    }
+    const int64_t prompt_tokens = a.n_tokens / kTokens * kTokens;  // the rest run one token at a time
     const auto* w = static_cast<const uint8_t*>(a.w);
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
         Group g{.rows = {}, .n_rows = int(std::min<int64_t>(kRows, row_end - r0)), .row0 = r0};
         for (int r = 0; r < kRows; ++r) g.rows[r] = w + (r0 + std::min(r, g.n_rows - 1)) * a.w_row_bytes;
-        int64_t t = 0;
-        if (prompt) {
-            const typename L::Block* rows[kRows];
-            for (int r = 0; r < kRows; ++r) rows[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
-            for (int64_t b = 0; b < nb; ++b) {
+        const typename L::Block* rows[kRows];
+        for (int r = 0; r < kRows; ++r) rows[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
+        for (int64_t b0 = 0; prompt_tokens > 0 && b0 < nb; b0 += kChunk) {
+            const int64_t b1 = std::min<int64_t>(nb, b0 + kChunk);
+            for (int64_t b = b0; b < b1; ++b) {
                 __m256i v[L::kVectors];
                 L::transpose(rows, b, v);
                 for (int s = 0; s < L::kVectors; ++s)
-                    _mm256_storeu_si256(reinterpret_cast<__m256i*>(&lanes[size_t((b * L::kVectors + s) * 8)]), v[s]);
-                _mm256_storeu_ps(&dw[size_t(b * 8)], row_scales8(rows, b));
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes + ((b - b0) * L::kVectors + s) * 8),
+                                       v[s]);
+                _mm256_store_ps(dw + (b - b0) * 8, row_scales8(rows, b));
             }
-            for (; t + kTokens <= a.n_tokens; t += kTokens)
-                group_tokens<L>(a, g, t, lanes.data(), dw.data(), zero.data());
+            for (int64_t t = 0; t < prompt_tokens; t += kTokens) group_tokens<L>(a, g, t, b0, b1, lanes, dw);
         }
-        for (; t < a.n_tokens; ++t)  // the next group's rows are the next ones read only in decode
-            group_one_token<L>(a, g, t, L::kZeroPoint ? zero.data() + t * nb : nullptr,
+        for (int64_t t = prompt_tokens; t < a.n_tokens;
+             ++t)  // the next group's rows are the next ones read only in decode
+            group_one_token<L>(a, g, t, L::kZeroPoint ? a.x_group_sums + t * nb : nullptr,
                                a.n_tokens == 1 && r0 + kRows < row_end);
     }
 }
@@ -231,8 +227,8 @@ GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
 
 namespace avx2 {
 
-// Below kTokens tokens Q8_0 runs ops/quant/avx2/gemm_tiles.cpp's tiles: a Q8_0 block needs no unpacking, so its
-// straight 32-weight dot costs less than the transposition when each block serves one token.
+// Below kTokens tokens Q8_0 runs ops/quant/avx2/gemm_tiles.cpp's tiles: a Q8_0 block needs no unpacking, so
+// its straight 32-weight dot costs less than the transposition when each block serves one token.
 void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
     if (args.n_tokens < kTokens) return gemm_q8_0_q8_0(args, row_begin, row_end);
     gemm<Q8Lanes>(args, row_begin, row_end);

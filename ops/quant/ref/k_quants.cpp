@@ -252,6 +252,13 @@ void quantize_row_q6_k_ref(const float* x, block_q6_K* y, int64_t n) {
     }
 }
 
+void group_sums_q8_k(const void* row, int16_t* out, int64_t n) {
+    const auto* x = static_cast<const block_q8_K*>(row);
+    for (int64_t b = 0; b < n / kQK_K; ++b)
+        for (int g = 0; g < kQK_K / 32; ++g)
+            out[b * 8 + g] = int16_t(x[b].bsums[2 * g] + x[b].bsums[2 * g + 1]);
+}
+
 void quantize_row_q8_k_ref(const float* x, block_q8_K* y, int64_t n) {
     for (int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
         float max = 0, amax = 0;

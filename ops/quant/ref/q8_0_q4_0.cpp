@@ -2,8 +2,6 @@
 // table. (Q4_1, Q5_0, Q5_1, Q8_1: ops/quant/ref/q4_1_q5.cpp; the super-block types:
 // ops/quant/ref/k_quants.cpp, k_dots.cpp, iq4.cpp; SIMD paths: ops/quant/avx2/; the traits table that
 // picks among them: ops/quant/traits.cpp.)
-#include "ops/quant/traits.h"
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -15,6 +13,7 @@
 #include <string_view>
 
 #include "ops/quant/kernels.h"
+#include "ops/quant/traits.h"
 #include "runtime/fp16.h"
 
 namespace graphrun::ops {
@@ -29,6 +28,15 @@ const float* fp16_to_f32_table() {
 }
 
 // ---- reference quantizers (ggml's *_ref functions: the format's definition) ----
+
+void group_sums_q8_0(const void* row, int16_t* out, int64_t n) {
+    const auto* x = static_cast<const block_q8_0*>(row);
+    for (int64_t b = 0; b < n / kQK; ++b) {
+        int sum = 0;
+        for (int i = 0; i < kQK; ++i) sum += x[b].qs[i];
+        out[b] = int16_t(sum);
+    }
+}
 
 void quantize_row_q8_0_ref(const float* x, block_q8_0* y, int64_t n) {
     for (int64_t b = 0; b < n / kQK; ++b, x += kQK) {
