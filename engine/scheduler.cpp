@@ -124,8 +124,8 @@ RequestId Scheduler::submit(Request request, TokenCallback on_token) {
     if (n_prompt > engine_.n_ctx())
         throw RequestRefused("prompt: " + std::to_string(n_prompt) + " tokens do not fit in the context of " +
                              std::to_string(engine_.n_ctx()) + " positions");
-    if (request.max_tokens < 1 || request.max_tokens > kMaxContext)
-        throw RequestRefused("max_tokens: " + std::to_string(request.max_tokens) + " is outside 1 .. " +
+    if (request.max_tokens < 0 || request.max_tokens > kMaxContext)
+        throw RequestRefused("max_tokens: " + std::to_string(request.max_tokens) + " is outside 0 .. " +
                              std::to_string(kMaxContext));
     try {
         sampler_validate(request.sampling);
@@ -227,6 +227,7 @@ void Scheduler::finish(Running& r, FinishReason reason, std::vector<std::functio
 struct Scheduler::StepBatch {
     std::vector<BatchToken> tokens;
     std::vector<Running*> owners;  // the request of each row of logits
+    std::vector<int64_t> prompt_positions;  // per row: the prompt position it is for (prompt_logits), or -1
     int64_t sequences = 0;         // sequences with a token in the batch
 };
 
@@ -265,6 +266,7 @@ Scheduler::StepBatch Scheduler::build_batch() {
         if (decode_now && r->decoding()) {
             batch.tokens.push_back({r->seq, r->pending, true});
             batch.owners.push_back(r.get());
+            batch.prompt_positions.push_back(-1);
             ++batch.sequences;
         }
     const int64_t budget = options_.step_tokens - int64_t(batch.tokens.size());
@@ -272,15 +274,21 @@ Scheduler::StepBatch Scheduler::build_batch() {
         if (!prompt->prompt_started) {
             prompt->prompt_started = true;
             prompt->seq = engine_.add_sequence();
-            prompt->fed = size_t(engine_.reuse_prefix(prompt->seq, prompt->request.prompt));
+            // Rows of every prompt position are wanted: none may come from the cache.
+            if (!prompt->request.prompt_logits)
+                prompt->fed = size_t(engine_.reuse_prefix(prompt->seq, prompt->request.prompt));
             prompt->timing.prompt_reused = int64_t(prompt->fed);
             metrics_.prompt_tokens_reused += int64_t(prompt->fed);
         }
         const size_t n = std::min(prompt->request.prompt.size() - prompt->fed, size_t(budget));
         for (size_t i = 0; i < n; ++i) {
             const bool last = prompt->fed + 1 == prompt->request.prompt.size();
-            batch.tokens.push_back({prompt->seq, prompt->request.prompt[prompt->fed++], last});
-            if (last) batch.owners.push_back(prompt);
+            const bool row = last || prompt->request.prompt_logits;
+            if (row) {
+                batch.owners.push_back(prompt);
+                batch.prompt_positions.push_back(prompt->request.prompt_logits ? int64_t(prompt->fed) : -1);
+            }
+            batch.tokens.push_back({prompt->seq, prompt->request.prompt[prompt->fed++], row});
         }
         metrics_.prompt_tokens += int64_t(n);
         ++batch.sequences;
@@ -297,6 +305,22 @@ void Scheduler::sample_and_finish(const StepBatch& batch, std::span<const float>
     for (size_t i = 0; i < batch.owners.size(); ++i) {
         Running& r = *batch.owners[i];
         const std::span<const float> row = rows.subspan(i * n_vocab, n_vocab);
+        if (const int64_t p = batch.prompt_positions[i]; p >= 0) {
+            Running* rp = &r;
+            calls.push_back([rp, p, row] {
+                if (rp->on_token) rp->on_token({.request = rp->id, .prompt_position = p, .logits = row});
+            });
+            if (size_t(p) + 1 < r.request.prompt.size()) continue;
+        }
+        if (r.request.max_tokens == 0) {  // the prompt only: no token is sampled
+            finish(r, FinishReason::Length, calls);
+            Running* rp = &r;
+            calls.push_back([rp] {
+                if (rp->on_token)
+                    rp->on_token({.request = rp->id, .finish = FinishReason::Length, .timing = &rp->timing});
+            });
+            continue;
+        }
         const int32_t token = r.sampler.sample(row);
         r.sampler.accept(token);
         const int64_t index = r.timing.generated++;

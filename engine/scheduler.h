@@ -60,8 +60,12 @@ const char* finish_reason_name(FinishReason reason);  // "stop", "length", "cont
 struct Request {
     std::vector<int32_t> prompt{};    // token ids, BOS included if the model wants one
     SamplerParams sampling{};         // temperature 0: greedy; the seed makes sampling reproducible
-    int64_t max_tokens = 16;          // tokens to generate at most (>= 1)
+    int64_t max_tokens = 16;          // tokens to generate at most; 0: evaluate the prompt only
     std::vector<int32_t> stop_ids{};  // generation ends when one is sampled (end-of-generation tokens)
+    // Every prompt position's row of logits goes to the callback (an event with prompt_position set),
+    // before any generated token: a prompt's log-probabilities (the server's `echo`). The prompt is
+    // then evaluated whole, without taking blocks from the prefix cache.
+    bool prompt_logits = false;
 };
 
 // Times on std::chrono::steady_clock, in seconds since the scheduler was made.
@@ -76,6 +80,7 @@ struct TokenEvent {
     RequestId request = 0;
     int32_t token = -1;                        // the sampled token; -1 on an event without one (cancelled)
     int64_t index = 0;                         // 0 for the first generated token
+    int64_t prompt_position = -1;              // >= 0: the logits of this prompt position (token -1)
     std::span<const float> logits{};           // the row it was sampled from (n_vocab), valid during the call
     FinishReason finish = FinishReason::None;  // set on the request's last event
     const RequestTiming* timing = nullptr;     // on the last event
@@ -129,7 +134,7 @@ class Scheduler {
     Scheduler& operator=(const Scheduler&) = delete;
 
     // Queues a request; `on_token` gets every token and then the last event. Throws RequestRefused
-    // (empty prompt, a token outside the vocabulary, a prompt longer than the context, max_tokens < 1,
+    // (empty prompt, a token outside the vocabulary, a prompt longer than the context, max_tokens < 0,
     // more KV blocks than the pool has) or QueueFull.
     RequestId submit(Request request, TokenCallback on_token);
     // Ends a request: a queued one at once, a running one before the next forward pass (its blocks go

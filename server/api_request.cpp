@@ -178,8 +178,9 @@ void check_other_fields(const json& body, bool chat) {
     static constexpr std::string_view kHonoured[] = {
         "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
         "repeat_penalty", "seed", "stop", "stream", "stream_options", "logprobs", "logit_bias", "n"};
+    // echo: the prompt's text and log-probabilities first (max_tokens 0: only those, lm-eval's loglikelihood).
     static constexpr std::string_view kHonouredChat[] = {"messages", "max_completion_tokens", "top_logprobs"};
-    static constexpr std::string_view kHonouredCompletions[] = {"prompt"};
+    static constexpr std::string_view kHonouredCompletions[] = {"prompt", "echo"};
     static constexpr std::string_view kNoEffectStrings[] = {"user", "safety_identifier", "prompt_cache_key",
                                                             "service_tier"};
     for (const auto& [key, value] : body.items()) {
@@ -218,9 +219,9 @@ void check_other_fields(const json& body, bool chat) {
             unsupported(key, "asks for audio output");
         } else if (!chat && key == "best_of") {
             if (get_integer(body, "best_of", 1, 1, std::numeric_limits<int32_t>::max()) != 1)
-                unsupported(key, "is " + value.dump() + ": more than one candidate per request");
-        } else if (!chat && key == "echo") {
-            if (get_bool(body, "echo", false)) unsupported(key, "is true: the prompt echoed in the answer");
+                unsupported(key, "is " + value.dump() + ": candidates beyond the n returned");
+            if (const json* n = field(body, "n"); n && n->is_number() && n->get<double>() > 1)
+                bad(key, "'best_of' is 1, fewer than 'n' (" + n->dump() + "): best_of must be at least n");
         } else if (!chat && key == "suffix") {
             if (!value.is_string()) wrong_type(key, "a string", value);
             if (!value.get<std::string>().empty()) unsupported(key, "is set: text inserted before a suffix");
@@ -407,10 +408,11 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
         get_prompt(body, r);
 
     // The scheduler's own ceiling (graph/limits.h): above it the job would be refused in its words.
-    r.max_tokens = get_integer(body, "max_tokens", -1, 1, graph::kMaxPredict);
+    // Completions take 0: the prompt is evaluated and nothing generated (with echo, its log-probabilities).
+    r.max_tokens = get_integer(body, "max_tokens", -1, chat ? 1 : 0, graph::kMaxPredict);
     if (chat) r.max_tokens = get_integer(body, "max_completion_tokens", r.max_tokens, 1, graph::kMaxPredict);
-    if (const int64_t n = get_integer(body, "n", 1, 1, std::numeric_limits<int32_t>::max()); n != 1)
-        unsupported("n", "is " + std::to_string(n) + ": more than one choice per request");
+    r.n = get_integer(body, "n", 1, 1, kMaxChoices);
+    if (!chat) r.echo = get_bool(body, "echo", false);
 
     SamplerParams& s = r.sampling;
     s.temperature = float(get_number(body, "temperature", s.temperature, 0, 2));

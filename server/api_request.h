@@ -5,7 +5,7 @@
 // is absent or null takes its default. Nothing is ignored silently: every other field is honoured,
 // on a short documented list of fields accepted without effect (user, metadata, ...), or an
 // ApiError 400 whose `param` names it — an unknown field, or one graphrun does not honour yet with
-// the value given (tools, response_format json_schema, n > 1, echo; docs/server.md lists them).
+// the value given (tools, response_format json_schema, best_of > 1; docs/server.md lists them).
 // A known field of the wrong type or out of its range is a 400 too; each message names the field,
 // what it must be and what it was. Sampling defaults are llama.cpp's (runtime/text/sampler.h), as
 // llama-server's are.
@@ -24,6 +24,7 @@
 namespace graphrun::server {
 
 inline constexpr size_t kMaxStopStrings = 4;
+inline constexpr int64_t kMaxChoices = 16;  // `n` at most
 inline constexpr int kMaxTopLogprobs = 20;  // chat; completions' integer `logprobs` goes to 5
 
 struct CompletionRequest {
@@ -34,13 +35,16 @@ struct CompletionRequest {
     std::vector<int32_t> prompt_ids;
     bool prompt_is_ids = false;
     std::vector<ChatMessage> messages;  // chat
-    int64_t max_tokens = -1;            // 1 .. graph::kMaxPredict; -1: until a stop or the end of the context
+    // 1 .. graph::kMaxPredict (completions: 0 too, the prompt only); -1: until a stop or the end of the context
+    int64_t max_tokens = -1;
     SamplerParams sampling{};
     std::vector<std::string> stop;
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
     bool logprobs = false;
     int top_logprobs = 0;  // alternatives per token
+    bool echo = false;     // completions: the prompt's text (and its tokens' log-probabilities) first
+    int64_t n = 1;         // choices; choice i samples with seed + i (completion.h)
 };
 
 // Parses the text of a request body (malformed JSON is a 400 naming the byte) and checks it.

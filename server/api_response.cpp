@@ -1,6 +1,8 @@
 // server/api_response.cpp — see api_response.h.
 #include "server/api_response.h"
 
+#include <algorithm>
+
 namespace graphrun::server {
 
 using nlohmann::json;
@@ -52,24 +54,63 @@ json logprobs_json(const Tokenizer& tokenizer, const std::vector<TokenLogprob>& 
     return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
-json answer_json(const AnswerHeader& h, const std::string& text, const char* finish_reason, const json& logprobs,
-                 int64_t prompt_tokens, int64_t completion_tokens) {
-    json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_reason ? finish_reason : "stop"}};
+json echo_logprobs_json(const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                        const std::vector<TokenLogprob>& scored, const std::string& text) {
+    json j = logprobs_json(tokenizer, scored, false, 0);
+    if (prompt.empty()) return j;
+    const std::string first = tokenizer.token_to_piece(prompt[0]);
+    j["tokens"].insert(j["tokens"].begin(), first);
+    j["token_logprobs"].insert(j["token_logprobs"].begin(), nullptr);
+    j["top_logprobs"].insert(j["top_logprobs"].begin(), nullptr);
+    // Offsets in the pieces' text, moved back by what the echoed text lacks at its start (the space
+    // an SPM vocabulary prefixes), each within the text.
+    size_t pieces = first.size();
+    json offsets = json::array({0});
+    for (size_t i = 1; i < prompt.size(); ++i) {
+        offsets.push_back(pieces);
+        pieces += tokenizer.token_to_piece(prompt[i]).size();
+    }
+    const size_t lead = pieces > text.size() ? pieces - text.size() : 0;
+    for (json& o : offsets) o = std::min(o.get<size_t>() - std::min(o.get<size_t>(), lead), text.size());
+    j["text_offset"] = offsets;
+    return j;
+}
+
+json concat_logprobs(const json& first, const json& second) {
+    json out = first;
+    for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+        out[key].insert(out[key].end(), second[key].begin(), second[key].end());
+    return out;
+}
+
+json choice_json(const AnswerHeader& h, int64_t index, const std::string& text, const char* finish_reason,
+                 const json& logprobs) {
+    json choice = {{"index", index}, {"logprobs", logprobs}, {"finish_reason", finish_reason ? finish_reason : "stop"}};
     if (h.chat)
         choice["message"] = {{"role", "assistant"}, {"content", text}};
     else
         choice["text"] = text;
+    return choice;
+}
+
+json answer_json(const AnswerHeader& h, json choices, int64_t prompt_tokens, int64_t completion_tokens) {
     return {{"id", h.id},
             {"object", h.chat ? "chat.completion" : "text_completion"},
             {"created", h.created},
             {"model", h.model},
-            {"choices", json::array({choice})},
+            {"choices", std::move(choices)},
             {"usage", usage_json(prompt_tokens, completion_tokens)}};
 }
 
+json answer_json(const AnswerHeader& h, const std::string& text, const char* finish_reason, const json& logprobs,
+                 int64_t prompt_tokens, int64_t completion_tokens) {
+    return answer_json(h, json::array({choice_json(h, 0, text, finish_reason, logprobs)}), prompt_tokens,
+                       completion_tokens);
+}
+
 json chunk_json(const AnswerHeader& h, const std::string& text, const char* finish_reason, const json& logprobs,
-                bool first) {
-    json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
+                bool first, int64_t index) {
+    json choice = {{"index", index}, {"logprobs", logprobs}, {"finish_reason", nullptr}};
     if (finish_reason) choice["finish_reason"] = finish_reason;
     if (h.chat) {
         json delta = json::object();

@@ -28,14 +28,29 @@ nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 nlohmann::json logprobs_json(const Tokenizer& tokenizer, const std::vector<TokenLogprob>& tokens, bool chat,
                              size_t text_offset);
 
-// A whole answer (stream: false).
+// completions' logprobs object for an echoed prompt: every prompt token (BOS too, whose text is
+// empty), the first with null log-probability and alternatives (nothing comes before it), then
+// `scored[i]` for prompt token i + 1. `text_offset` counts bytes of `text`, the echoed prompt: an SPM
+// vocabulary's leading space, which the text does not have, is not counted.
+nlohmann::json echo_logprobs_json(const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                                  const std::vector<TokenLogprob>& scored, const std::string& text);
+// completions' logprobs objects one after the other (the echo's, then the generated tokens').
+nlohmann::json concat_logprobs(const nlohmann::json& first, const nlohmann::json& second);
+
+// One choice of a whole answer; answer_json puts the choices (stream: false) in the answer.
+nlohmann::json choice_json(const AnswerHeader& h, int64_t index, const std::string& text, const char* finish_reason,
+                           const nlohmann::json& logprobs);
+nlohmann::json answer_json(const AnswerHeader& h, nlohmann::json choices, int64_t prompt_tokens,
+                           int64_t completion_tokens);
+// A whole answer of one choice.
 nlohmann::json answer_json(const AnswerHeader& h, const std::string& text, const char* finish_reason,
                            const nlohmann::json& logprobs, int64_t prompt_tokens, int64_t completion_tokens);
 
-// One chunk of a stream. `first` (chat) carries the assistant role; finish_reason is null but on the
-// last chunk; `usage` null unless include_usage, then on the extra last chunk with no choices.
+// One chunk of a stream, for choice `index`. `first` (chat) carries the assistant role; finish_reason
+// is null but on the choice's last chunk; `usage` null unless include_usage, then on the extra last
+// chunk with no choices.
 nlohmann::json chunk_json(const AnswerHeader& h, const std::string& text, const char* finish_reason,
-                          const nlohmann::json& logprobs, bool first);
+                          const nlohmann::json& logprobs, bool first, int64_t index = 0);
 nlohmann::json usage_chunk_json(const AnswerHeader& h, int64_t prompt_tokens, int64_t completion_tokens);
 
 // JSON text that never throws on invalid UTF-8 (a token piece can be part of a character).

@@ -30,12 +30,14 @@ enum class Finish {
 struct Job {
     std::vector<int32_t> prompt{};    // token ids, BOS included when the model wants one
     SamplerParams sampling{};         // temperature 0: greedy
-    int64_t max_tokens = 16;          // >= 1
+    int64_t max_tokens = 16;          // >= 0; 0: the prompt is evaluated, nothing generated
     std::vector<int32_t> stop_ids{};  // generation ends when one is sampled (the event carries it)
+    bool prompt_logits = false;       // an event per prompt position first (echo's log-probabilities)
 };
 
 struct JobEvent {
     int32_t token = -1;               // the sampled token; -1 on a last event without one
+    int64_t prompt_position = -1;     // >= 0: `logits` is this prompt position's row (prompt_logits)
     std::span<const float> logits{};  // the row it was sampled from (n_vocab), valid during the call
     Finish finish = Finish::None;     // set on the job's last event
 };

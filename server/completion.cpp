@@ -62,6 +62,12 @@ std::vector<int32_t> prompt_ids(const ModelInfo& info, const CompletionRequest& 
 
 }  // namespace
 
+CompletionRequest choice_request(const CompletionRequest& request, int64_t i) {
+    CompletionRequest r = request;
+    if (r.sampling.seed != kSamplerRandomSeed) r.sampling.seed = (r.sampling.seed + uint64_t(i)) % kSamplerRandomSeed;
+    return r;
+}
+
 CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetrics& metrics, JobRegistry& jobs,
                              CompletionRequest request)
     : backend_(backend),
@@ -79,7 +85,8 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     const int64_t n_ctx = backend.n_ctx();
     const char* prompt_field = request_.chat ? "messages" : "prompt";
     if (prompt_.empty()) throw ApiError(400, "invalid_value", "'prompt' is empty", prompt_field);
-    if (int64_t(prompt_.size()) >= n_ctx)
+    // The prompt alone (max_tokens 0) may fill the context; a generation needs a position more.
+    if (int64_t(prompt_.size()) + (request_.max_tokens == 0 ? 0 : 1) > n_ctx)
         throw ApiError(400, "context_length_exceeded",
                        "the prompt is " + std::to_string(prompt_.size()) + " tokens long; the context holds " +
                            std::to_string(n_ctx) + " (--ctx-size), with room for at least one generated token",
@@ -90,7 +97,9 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     Job job;
     job.prompt = prompt_;
     job.sampling = request_.sampling;
-    job.max_tokens = request_.max_tokens > 0 ? request_.max_tokens : n_ctx - int64_t(prompt_.size());
+    job.max_tokens = request_.max_tokens >= 0 ? request_.max_tokens : n_ctx - int64_t(prompt_.size());
+    if (request_.echo) echo_text_ = request_.prompt_is_ids ? info.tokenizer.decode(prompt_) : request_.prompt;
+    job.prompt_logits = request_.echo && request_.logprobs;
     if (!chat) {
         const auto eog = info.tokenizer.end_of_generation();
         job.stop_ids.assign(eog.begin(), eog.end());
@@ -100,9 +109,14 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
 
     const bool want = request_.logprobs;
     const int top = request_.top_logprobs;
-    auto on_event = [channel = channel_, want, top](const JobEvent& e) {
-        Event ev{e.token, e.finish, std::chrono::steady_clock::now(), {}};
-        if (want && e.token >= 0 && !e.logits.empty()) ev.logprob = logprob_of(e.logits, e.token, top);
+    // Row p of the prompt gives the log-probability of prompt token p + 1 (echo).
+    std::vector<int32_t> scored = job.prompt_logits ? prompt_ : std::vector<int32_t>();
+    auto on_event = [channel = channel_, want, top, scored = std::move(scored)](const JobEvent& e) {
+        Event ev{e.token, e.prompt_position, e.finish, std::chrono::steady_clock::now(), {}};
+        if (e.prompt_position >= 0 && size_t(e.prompt_position) + 1 < scored.size())
+            ev.logprob = logprob_of(e.logits, scored[size_t(e.prompt_position) + 1], top);
+        else if (want && e.token >= 0 && !e.logits.empty())
+            ev.logprob = logprob_of(e.logits, e.token, top);
         {
             std::lock_guard lock(channel->mutex);
             channel->events.push_back(std::move(ev));
@@ -151,6 +165,11 @@ std::optional<CompletionRun::Piece> CompletionRun::next(std::chrono::millisecond
     Piece piece;
     for (Event& ev : events) {
         if (finished_) break;
+        if (ev.prompt_position >= 0) {
+            if (size_t(ev.prompt_position) + 1 < prompt_.size()) prompt_logprobs_.push_back(std::move(ev.logprob));
+            ++prompt_rows_;
+            continue;
+        }
         if (ev.token >= 0 && !text_done_) {
             ++completion_tokens_;
             if (completion_tokens_ == 1)

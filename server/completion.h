@@ -47,6 +47,11 @@ struct TokenLogprob {
     std::vector<std::pair<int32_t, float>> top;  // the most likely tokens and their log-probabilities
 };
 
+// The request of choice `i` of an `n` > 1 request: its seed is the request's + i (wrapping to 0
+// before 2^32 - 1, the random seed's mark), so choice i gives what a request alone with that seed
+// gives; a random seed stays random for each.
+CompletionRequest choice_request(const CompletionRequest& request, int64_t i);
+
 class CompletionRun {
   public:
     // Throws ApiError: 400 for a prompt that is empty or does not fit the context, 503 when busy.
@@ -68,12 +73,20 @@ class CompletionRun {
 
     const CompletionRequest& request() const { return request_; }
     int64_t prompt_tokens() const { return int64_t(prompt_.size()); }
+    const std::vector<int32_t>& prompt() const { return prompt_; }
+    // echo: the prompt's text (the prompt string as sent, or the token ids' text), and with logprobs
+    // each prompt token's log-probability from the positions before it (the first has none: entry i
+    // is prompt token i + 1), complete once echo_ready().
+    const std::string& echo_text() const { return echo_text_; }
+    const std::vector<TokenLogprob>& prompt_logprobs() const { return prompt_logprobs_; }
+    bool echo_ready() const { return !request_.logprobs || prompt_rows_ == prompt_.size(); }
     int64_t completion_tokens() const { return completion_tokens_; }
     bool finished() const { return finished_; }
 
   private:
     struct Event {
         int32_t token;
+        int64_t prompt_position;  // >= 0: `logprob` is the next prompt token's (echo)
         Finish finish;
         std::chrono::steady_clock::time_point at;
         TokenLogprob logprob;
@@ -89,6 +102,9 @@ class CompletionRun {
     JobRegistry& jobs_;
     CompletionRequest request_;
     std::vector<int32_t> prompt_;
+    std::string echo_text_;
+    std::vector<TokenLogprob> prompt_logprobs_;
+    size_t prompt_rows_ = 0;  // prompt positions whose row came
     std::shared_ptr<Channel> channel_ = std::make_shared<Channel>();
     std::optional<ReplyText> text_;
     // Log-probabilities of tokens whose text is not shown yet (a possible stop string's beginning),

@@ -5,6 +5,8 @@
 // then "data: [DONE]\n\n". While no token comes (a long prompt, a full queue) a comment line
 // ": keep-alive" goes out every second, so a client that went away is noticed: a failed write
 // ends the stream and cancels the job, whose sequence and KV blocks are free before the next pass.
+#include <algorithm>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -37,63 +39,121 @@ bool send_event(httplib::DataSink& sink, const std::string& data) {
     return sink.write(line.data(), line.size());
 }
 
-void answer_whole(ServerContext& ctx, CompletionRun& run, const AnswerHeader& h, httplib::Response& res) {
-    std::string text;
-    std::vector<TokenLogprob> logprobs;
-    const char* finish = nullptr;
-    while (true) {
-        std::optional<CompletionRun::Piece> piece = run.next(kHeartbeat);
-        if (!piece) continue;
-        text += piece->text;
-        logprobs.insert(logprobs.end(), piece->logprobs.begin(), piece->logprobs.end());
-        if (piece->last) {
-            finish = piece->finish_reason;
-            break;
-        }
-    }
+using Runs = std::vector<std::shared_ptr<CompletionRun>>;
+
+int64_t completion_tokens(const Runs& runs) {
+    int64_t n = 0;
+    for (const auto& run : runs) n += run->completion_tokens();
+    return n;
+}
+
+// A choice's logprobs object for `tokens` (generated), after its echoed prompt's when it has one.
+json choice_logprobs(const ServerContext& ctx, const CompletionRun& run, const std::vector<TokenLogprob>& tokens,
+                     size_t text_offset) {
     const CompletionRequest& r = run.request();
-    const json lp = r.logprobs ? logprobs_json(ctx.info.tokenizer, logprobs, r.chat, 0) : json(nullptr);
-    res.set_content(dump(answer_json(h, text, finish, lp, run.prompt_tokens(), run.completion_tokens())),
+    if (!r.logprobs) return nullptr;
+    return logprobs_json(ctx.info.tokenizer, tokens, r.chat, text_offset);
+}
+
+json echo_logprobs(const ServerContext& ctx, const CompletionRun& run) {
+    if (!run.request().logprobs) return nullptr;
+    return echo_logprobs_json(ctx.info.tokenizer, run.prompt(), run.prompt_logprobs(), run.echo_text());
+}
+
+// Every choice's whole text; the runs go on side by side in the backend while one is read.
+void answer_whole(ServerContext& ctx, const Runs& runs, const AnswerHeader& h, httplib::Response& res) {
+    json choices = json::array();
+    for (size_t i = 0; i < runs.size(); ++i) {
+        CompletionRun& run = *runs[i];
+        std::string text;
+        std::vector<TokenLogprob> logprobs;
+        const char* finish = nullptr;
+        while (true) {
+            std::optional<CompletionRun::Piece> piece = run.next(kHeartbeat);
+            if (!piece) continue;
+            text += piece->text;
+            logprobs.insert(logprobs.end(), piece->logprobs.begin(), piece->logprobs.end());
+            if (piece->last) {
+                finish = piece->finish_reason;
+                break;
+            }
+        }
+        json lp = choice_logprobs(ctx, run, logprobs, run.echo_text().size());
+        if (run.request().echo && !lp.is_null()) lp = concat_logprobs(echo_logprobs(ctx, run), lp);
+        choices.push_back(choice_json(h, int64_t(i), run.echo_text() + text, finish, lp));
+    }
+    res.set_content(dump(answer_json(h, std::move(choices), runs[0]->prompt_tokens(), completion_tokens(runs))),
                     "application/json");
 }
 
-void answer_stream(ServerContext& ctx, std::shared_ptr<CompletionRun> run, const AnswerHeader& h,
-                   std::shared_ptr<InFlight> in_flight, const std::string& endpoint, httplib::Response& res) {
+// What a stream has sent of one choice.
+struct StreamedChoice {
+    bool first = true;   // nothing sent yet (chat: the role comes first)
+    bool echoed = false;
+    bool done = false;
+    size_t offset = 0;   // text sent so far, for text_offset
+};
+
+void answer_stream(ServerContext& ctx, Runs runs, const AnswerHeader& h, std::shared_ptr<InFlight> in_flight,
+                   const std::string& endpoint, httplib::Response& res) {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    auto provider = [&ctx, run, h, in_flight, first = true, offset = size_t(0)](size_t,
-                                                                              httplib::DataSink& sink) mutable {
-        const CompletionRequest& r = run->request();
-        std::optional<CompletionRun::Piece> piece = run->next(kHeartbeat);
-        if (!piece) {
+    // One choice waits a heartbeat for its tokens; n choices are read in turns of 20 ms each.
+    const std::chrono::milliseconds wait = runs.size() == 1 ? kHeartbeat : std::chrono::milliseconds(20);
+    auto provider = [&ctx, runs, h, in_flight, wait, state = std::vector<StreamedChoice>(runs.size()),
+                     quiet_since = std::chrono::steady_clock::now()](size_t, httplib::DataSink& sink) mutable {
+        const CompletionRequest& r = runs[0]->request();
+        bool sent = false;
+        for (size_t i = 0; i < runs.size(); ++i) {
+            StreamedChoice& c = state[i];
+            if (c.done) continue;
+            CompletionRun& run = *runs[i];
+            std::optional<CompletionRun::Piece> piece = run.next(wait);
+            if (!piece) continue;
+            sent = true;
+            auto chunk = [&](const std::string& text, const char* finish, const json& lp) {
+                json j = chunk_json(h, text, finish, lp, c.first, int64_t(i));
+                c.first = false;
+                if (r.include_usage) j["usage"] = nullptr;
+                return send_event(sink, dump(j));
+            };
+            if (h.chat && c.first && !chunk("", nullptr, nullptr)) return false;  // the role comes first
+            if (r.echo && !c.echoed && run.echo_ready()) {
+                c.echoed = true;
+                c.offset = run.echo_text().size();
+                if (!chunk(run.echo_text(), nullptr, echo_logprobs(ctx, run))) return false;
+            }
+            if (!piece->text.empty() || !piece->logprobs.empty()) {
+                const json lp = choice_logprobs(ctx, run, piece->logprobs, c.offset);
+                c.offset += piece->text.size();
+                if (!chunk(piece->text, nullptr, lp)) return false;
+            }
+            if (!piece->last) continue;
+            c.done = true;
+            if (!chunk("", piece->finish_reason, nullptr)) return false;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (sent) quiet_since = now;
+        if (std::all_of(state.begin(), state.end(), [](const StreamedChoice& c) { return c.done; })) {
+            if (r.include_usage &&
+                !send_event(sink, dump(usage_chunk_json(h, runs[0]->prompt_tokens(), completion_tokens(runs)))))
+                return false;
+            if (!send_event(sink, "[DONE]")) return false;
+            sink.done();
+            return true;
+        }
+        if (now - quiet_since >= kHeartbeat) {
+            quiet_since = now;
             static const char kKeepAlive[] = ": keep-alive\n\n";
             return sink.write(kKeepAlive, sizeof kKeepAlive - 1);
         }
-        auto chunk = [&](const std::string& text, const char* finish, const json& lp) {
-            json c = chunk_json(h, text, finish, lp, first);
-            first = false;
-            if (r.include_usage) c["usage"] = nullptr;
-            return send_event(sink, dump(c));
-        };
-        if (h.chat && first && !chunk("", nullptr, nullptr)) return false;  // the role comes first
-        if (!piece->text.empty() || !piece->logprobs.empty()) {
-            const json lp = r.logprobs ? logprobs_json(ctx.info.tokenizer, piece->logprobs, r.chat, offset) : json(nullptr);
-            offset += piece->text.size();
-            if (!chunk(piece->text, nullptr, lp)) return false;
-        }
-        if (!piece->last) return true;
-        if (!chunk("", piece->finish_reason, nullptr)) return false;
-        if (r.include_usage &&
-            !send_event(sink, dump(usage_chunk_json(h, run->prompt_tokens(), run->completion_tokens()))))
-            return false;
-        if (!send_event(sink, "[DONE]")) return false;
-        sink.done();
         return true;
     };
-    // A connection that broke mid-stream: the job ends now, not at max_tokens, and the request is
-    // counted as cancelled (its tokens are counted when the run goes: CompletionRun's destructor).
-    auto released = [&ctx, run, endpoint](bool success) {
-        if (!success) run->cancel();
+    // A connection that broke mid-stream: the jobs end now, not at max_tokens, and the request is
+    // counted as cancelled (its tokens are counted when the runs go: CompletionRun's destructor).
+    auto released = [&ctx, runs, endpoint](bool success) {
+        if (!success)
+            for (const auto& run : runs) run->cancel();
         ctx.metrics.count_request(endpoint, success ? "200" : "cancelled");
     };
     res.set_chunked_content_provider("text/event-stream", std::move(provider), std::move(released));
@@ -105,15 +165,20 @@ void handle_completion(ServerContext& ctx, bool chat, const httplib::Request& re
         if (ctx.draining) throw ApiError(503, "shutting_down", "the server is shutting down");
         CompletionRequest request = parse_completion_request(req.body, chat);
         const bool stream = request.stream;
-        auto run = std::make_shared<CompletionRun>(ctx.info, ctx.backend, ctx.metrics, ctx.jobs, std::move(request));
+        // n choices are n jobs over the same prompt: the scheduler evaluates one prompt at a time, so
+        // each after the first takes the first one's full blocks from the prefix cache.
+        Runs runs;
+        for (int64_t i = 0; i < request.n; ++i)
+            runs.push_back(std::make_shared<CompletionRun>(ctx.info, ctx.backend, ctx.metrics, ctx.jobs,
+                                                           choice_request(request, i)));
         char id[32];
         std::snprintf(id, sizeof id, "%s-%016llx", chat ? "chatcmpl" : "cmpl",
                       (unsigned long long)ctx.next_answer.fetch_add(1));
         const AnswerHeader h{id, int64_t(std::time(nullptr)), ctx.info.id, chat};
         if (stream)
-            answer_stream(ctx, std::move(run), h, std::move(in_flight), endpoint_label(req.path), res);
+            answer_stream(ctx, std::move(runs), h, std::move(in_flight), endpoint_label(req.path), res);
         else
-            answer_whole(ctx, *run, h, res);
+            answer_whole(ctx, runs, h, res);
     } catch (const ApiError& e) {
         send_error(res, e, ctx.retry_after_seconds);
     } catch (const TokenizerError& e) {  // the text of the prompt or of the messages

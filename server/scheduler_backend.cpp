@@ -28,10 +28,14 @@ class SchedulerBackend final : public Backend {
         graph::Request request{.prompt = std::move(job.prompt),
                                .sampling = job.sampling,
                                .max_tokens = job.max_tokens,
-                               .stop_ids = std::move(job.stop_ids)};
+                               .stop_ids = std::move(job.stop_ids),
+                               .prompt_logits = job.prompt_logits};
         try {
             return scheduler_.submit(std::move(request), [on_event = std::move(on_event)](const graph::TokenEvent& e) {
-                on_event({.token = e.token, .logits = e.logits, .finish = finish_of(e.finish)});
+                on_event({.token = e.token,
+                          .prompt_position = e.prompt_position,
+                          .logits = e.logits,
+                          .finish = finish_of(e.finish)});
             });
         } catch (const graph::QueueFull& e) {
             throw BackendBusy(e.what());

@@ -38,7 +38,7 @@ class SerialBackend final : public Backend {
             throw JobRefused("the prompt has " + std::to_string(job.prompt.size()) +
                              " tokens, the context holds " + std::to_string(session_.n_ctx()) +
                              " (with room for one generated token)");
-        if (job.max_tokens < 1) throw JobRefused("'max_tokens' must be at least 1");
+        if (job.max_tokens < 0) throw JobRefused("'max_tokens' must not be negative");
         sampler_validate(job.sampling);
         std::lock_guard lock(mutex_);
         // One job runs, max_queue wait (a job waits in queue_ until the thread takes it, too).
@@ -118,8 +118,12 @@ class SerialBackend final : public Backend {
         session_.reset();
         Sampler sampler(q.job.sampling, int32_t(session_.n_vocab()));
         for (const int32_t id : q.job.prompt) sampler.accept(id);
+        const size_t n_vocab = size_t(session_.n_vocab());
         std::span<const float> logits = session_.eval(q.job.prompt);
-        logits = logits.subspan(logits.size() - size_t(session_.n_vocab()));
+        for (size_t p = 0; q.job.prompt_logits && p < q.job.prompt.size(); ++p)
+            q.on_event({.prompt_position = int64_t(p), .logits = logits.subspan(p * n_vocab, n_vocab)});
+        logits = logits.subspan(logits.size() - n_vocab);
+        if (q.job.max_tokens == 0) return q.on_event({.finish = Finish::Length});
         for (int64_t n = 0;; ++n) {
             if (cancel_requested()) return q.on_event({.finish = Finish::Cancelled});
             const int32_t token = sampler.sample(logits);

@@ -85,11 +85,11 @@ TEST(ApiRequest, ANumberPastADoubleIsA400) {
 // max_completion_tokens). The parser's ceiling is now the scheduler's.
 TEST(ApiRequest, MaxTokensStopsAtTheSchedulersCeiling) {
     EXPECT_THAT(refusal([] { parse_completion_request(corpus_file("finding-max-tokens-past-the-scheduler.json"), false); }),
-                HasSubstr("'max_tokens' must be in [1, 16777216], got 18516154"));
+                HasSubstr("'max_tokens' must be in [0, 16777216], got 18516154"));
     const int64_t ceiling = graph::kMaxPredict;
     EXPECT_EQ(parse_completion_request(json{{"prompt", "x"}, {"max_tokens", ceiling}}, false).max_tokens, ceiling);
     EXPECT_THAT(refusal([&] { parse_completion_request(json{{"prompt", "x"}, {"max_tokens", ceiling + 1}}, false); }),
-                HasSubstr("'max_tokens' must be in [1, 16777216]"));
+                HasSubstr("'max_tokens' must be in [0, 16777216]"));
     const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_completion_tokens", ceiling + 1}};
     EXPECT_THAT(refusal([&] { parse_completion_request(chat, true); }), HasSubstr("'max_completion_tokens' must be in"));
 }
@@ -198,11 +198,13 @@ TEST(ApiRequest, FieldsNotHonouredAreRefusedByName) {
               "tool_choice | unsupported_value");
     EXPECT_EQ(refused_param(chat_with({{"modalities", {"text", "audio"}}}), true), "modalities | unsupported_value");
     EXPECT_EQ(refused_param(chat_with({{"audio", {{"voice", "alloy"}}}}), true), "audio | unsupported_value");
-    EXPECT_EQ(refused_param(chat_with({{"n", 2}}), true), "n | unsupported_value");
-    EXPECT_EQ(refused_param(completion_with({{"n", 3}}), false), "n | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"n", kMaxChoices + 1}}), true), "n | invalid_value");
     EXPECT_EQ(refused_param(completion_with({{"n", 0}}), false), "n | invalid_value");
     EXPECT_EQ(refused_param(completion_with({{"best_of", 2}}), false), "best_of | unsupported_value");
-    EXPECT_EQ(refused_param(completion_with({{"echo", true}}), false), "echo | unsupported_value");
+    EXPECT_EQ(refused_param(completion_with({{"best_of", 1}, {"n", 2}}), false), "best_of | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"echo", 1}}), false), "echo | invalid_type");
+    EXPECT_EQ(refused_param(chat_with({{"max_tokens", 0}}), true), "max_tokens | invalid_value");
+    EXPECT_EQ(refused_param(completion_with({{"max_tokens", -1}}), false), "max_tokens | invalid_value");
     EXPECT_EQ(refused_param(completion_with({{"suffix", " amen"}}), false), "suffix | unsupported_value");
     EXPECT_EQ(refused_param(completion_with({{"store", true}}), false), "store | unsupported_value");
     EXPECT_EQ(refused_param(completion_with({{"user", 5}}), false), "user | invalid_type");
@@ -227,6 +229,13 @@ TEST(ApiRequest, FieldsNotHonouredAreRefusedByName) {
               "");
     EXPECT_EQ(refused_param(completion_with({{"echo", false}, {"best_of", 1}, {"suffix", ""}}), false),
               "");
+    // echo, n and max_tokens 0 are honoured (server_echo_test.cpp, server_choices_test.cpp).
+    EXPECT_EQ(refused_param(completion_with({{"echo", true}, {"n", 3}, {"max_tokens", 0}, {"logprobs", 2}}), false), "");
+    EXPECT_EQ(refused_param(chat_with({{"n", kMaxChoices}}), true), "");
+    const CompletionRequest r = parse_completion_request(completion_with({{"echo", true}, {"n", 3}, {"max_tokens", 0}}), false);
+    EXPECT_TRUE(r.echo);
+    EXPECT_EQ(r.n, 3);
+    EXPECT_EQ(r.max_tokens, 0);
     EXPECT_EQ(refused_param(json{{"messages",
                                   {{{"role", "user"}, {"content", "x"}, {"name", "ann"}},
                                    {{"role", "assistant"}, {"content", "y"}, {"refusal", nullptr}, {"annotations", json::array()}}}}},

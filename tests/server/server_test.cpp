@@ -253,8 +253,11 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
     expect_error(post("/v1/completions", R"({"max_tokens": 5})"), 400, "missing_field", "'prompt'", "prompt");
     expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": "5"})"), 400, "invalid_type",
                  "'max_tokens' must be an integer, got string", "max_tokens");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 0})"), 400, "invalid_value", "'max_tokens'",
+    // Completions take max_tokens 0 (the prompt only, echo's loglikelihood); below it, and 0 on chat, are refused.
+    expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": -1})"), 400, "invalid_value", "'max_tokens'",
                  "max_tokens");
+    expect_error(post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})"),
+                 400, "invalid_value", "'max_tokens'", "max_tokens");
     expect_error(post("/v1/completions", R"({"prompt": "x", "max_tokens": 2.5})"), 400, "invalid_type", "'max_tokens'",
                  "max_tokens");
     expect_error(post("/v1/completions", R"({"prompt": "x", "temperature": 3})"), 400, "invalid_value", "'temperature'",
@@ -290,7 +293,9 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
     // No field is ignored silently: unknown ones, and known ones not honoured, are refused by name.
     expect_error(post("/v1/completions", R"({"prompt": "x", "best_of_unknown": "zz"})"), 400, "unknown_field",
                  "'best_of_unknown'", "best_of_unknown");
-    expect_error(post("/v1/completions", R"({"prompt": "x", "echo": true})"), 400, "unsupported_value", "'echo'", "echo");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "best_of": 2})"), 400, "unsupported_value", "'best_of'",
+                 "best_of");
+    expect_error(post("/v1/completions", R"({"prompt": "x", "echo": "yes"})"), 400, "invalid_type", "'echo'", "echo");
     expect_error(post("/v1/completions", R"({"prompt": "x", "suffix": "amen"})"), 400, "unsupported_value", "'suffix'",
                  "suffix");
     const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
@@ -301,7 +306,7 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
                  400, "unsupported_value", "tool calling", "tools");
     expect_error(post("/v1/chat/completions", "{" + user + R"(, "tool_choice": "required"})"), 400, "unsupported_value",
                  "'tool_choice'", "tool_choice");
-    expect_error(post("/v1/chat/completions", "{" + user + R"(, "n": 2})"), 400, "unsupported_value", "'n'", "n");
+    expect_error(post("/v1/chat/completions", "{" + user + R"(, "n": 17})"), 400, "invalid_value", "'n'", "n");
 
     // Fields without effect (of any value of their type) and null for anything are accepted, and
     // the server still answers.

@@ -83,8 +83,8 @@ try {
   await assert.rejects(
     client.chat.completions.create({ ...greedy, messages, response_format: { type: "json_object" } }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === "response_format");
-  await assert.rejects(client.completions.create({ ...greedy, prompt: "x", echo: true }),
-                       (e) => e instanceof OpenAI.BadRequestError && e.param === "echo");
+  await assert.rejects(client.completions.create({ ...greedy, prompt: "x", best_of: 2 }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.param === "best_of");
   check("tool-call conversations replay; unhonoured fields are a 400 naming them in param");
 
   // 16 clients at once: every greedy answer is the single client's, every seeded one the same
