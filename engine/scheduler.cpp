@@ -124,8 +124,11 @@ RequestId Scheduler::submit(Request request, TokenCallback on_token) {
     if (n_prompt > engine_.n_ctx())
         throw RequestRefused("prompt: " + std::to_string(n_prompt) + " tokens do not fit in the context of " +
                              std::to_string(engine_.n_ctx()) + " positions");
-    if (request.max_tokens < 0 || request.max_tokens > kMaxContext)
-        throw RequestRefused("max_tokens: " + std::to_string(request.max_tokens) + " is outside 0 .. " +
+    // A request for its prompt's rows may generate nothing; any other must generate something.
+    const int64_t min_tokens = request.prompt_logits ? 0 : 1;
+    if (request.max_tokens < min_tokens || request.max_tokens > kMaxContext)
+        throw RequestRefused("max_tokens: " + std::to_string(request.max_tokens) + " is outside " +
+                             std::to_string(min_tokens) + " .. " +
                              std::to_string(kMaxContext));
     try {
         sampler_validate(request.sampling);

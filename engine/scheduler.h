@@ -60,7 +60,7 @@ const char* finish_reason_name(FinishReason reason);  // "stop", "length", "cont
 struct Request {
     std::vector<int32_t> prompt{};    // token ids, BOS included if the model wants one
     SamplerParams sampling{};         // temperature 0: greedy; the seed makes sampling reproducible
-    int64_t max_tokens = 16;          // tokens to generate at most; 0: evaluate the prompt only
+    int64_t max_tokens = 16;          // tokens to generate at most, >= 1 (0 with prompt_logits: the prompt only)
     std::vector<int32_t> stop_ids{};  // generation ends when one is sampled (end-of-generation tokens)
     // Every prompt position's row of logits goes to the callback (an event with prompt_position set),
     // before any generated token: a prompt's log-probabilities (the server's `echo`). The prompt is
@@ -134,7 +134,7 @@ class Scheduler {
     Scheduler& operator=(const Scheduler&) = delete;
 
     // Queues a request; `on_token` gets every token and then the last event. Throws RequestRefused
-    // (empty prompt, a token outside the vocabulary, a prompt longer than the context, max_tokens < 0,
+    // (empty prompt, a token outside the vocabulary, a prompt longer than the context, max_tokens < 1 (0 with prompt_logits),
     // more KV blocks than the pool has) or QueueFull.
     RequestId submit(Request request, TokenCallback on_token);
     // Ends a request: a queued one at once, a running one before the next forward pass (its blocks go

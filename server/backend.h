@@ -30,7 +30,7 @@ enum class Finish {
 struct Job {
     std::vector<int32_t> prompt{};    // token ids, BOS included when the model wants one
     SamplerParams sampling{};         // temperature 0: greedy
-    int64_t max_tokens = 16;          // >= 0; 0: the prompt is evaluated, nothing generated
+    int64_t max_tokens = 16;          // >= 1; 0 with prompt_logits: the prompt's rows, nothing generated
     std::vector<int32_t> stop_ids{};  // generation ends when one is sampled (the event carries it)
     bool prompt_logits = false;       // an event per prompt position first (echo's log-probabilities)
 };

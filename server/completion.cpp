@@ -99,7 +99,8 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     job.sampling = request_.sampling;
     job.max_tokens = request_.max_tokens >= 0 ? request_.max_tokens : n_ctx - int64_t(prompt_.size());
     if (request_.echo) echo_text_ = request_.prompt_is_ids ? info.tokenizer.decode(prompt_) : request_.prompt;
-    job.prompt_logits = request_.echo && request_.logprobs;
+    // max_tokens 0 asks for the prompt alone, which the backend runs as a request for its rows.
+    job.prompt_logits = (request_.echo && request_.logprobs) || job.max_tokens == 0;
     if (!chat) {
         const auto eog = info.tokenizer.end_of_generation();
         job.stop_ids.assign(eog.begin(), eog.end());
@@ -110,7 +111,7 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     const bool want = request_.logprobs;
     const int top = request_.top_logprobs;
     // Row p of the prompt gives the log-probability of prompt token p + 1 (echo).
-    std::vector<int32_t> scored = job.prompt_logits ? prompt_ : std::vector<int32_t>();
+    std::vector<int32_t> scored = request_.echo && request_.logprobs ? prompt_ : std::vector<int32_t>();
     auto on_event = [channel = channel_, want, top, scored = std::move(scored)](const JobEvent& e) {
         Event ev{e.token, e.prompt_position, e.finish, std::chrono::steady_clock::now(), {}};
         if (e.prompt_position >= 0 && size_t(e.prompt_position) + 1 < scored.size())
@@ -166,7 +167,8 @@ std::optional<CompletionRun::Piece> CompletionRun::next(std::chrono::millisecond
     for (Event& ev : events) {
         if (finished_) break;
         if (ev.prompt_position >= 0) {
-            if (size_t(ev.prompt_position) + 1 < prompt_.size()) prompt_logprobs_.push_back(std::move(ev.logprob));
+            if (request_.logprobs && size_t(ev.prompt_position) + 1 < prompt_.size())
+                prompt_logprobs_.push_back(std::move(ev.logprob));
             ++prompt_rows_;
             continue;
         }

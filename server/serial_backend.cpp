@@ -38,7 +38,8 @@ class SerialBackend final : public Backend {
             throw JobRefused("the prompt has " + std::to_string(job.prompt.size()) +
                              " tokens, the context holds " + std::to_string(session_.n_ctx()) +
                              " (with room for one generated token)");
-        if (job.max_tokens < 0) throw JobRefused("'max_tokens' must not be negative");
+        if (job.max_tokens < (job.prompt_logits ? 0 : 1))
+            throw JobRefused("'max_tokens' must be at least 1 (0 only for the prompt's logits)");
         sampler_validate(job.sampling);
         std::lock_guard lock(mutex_);
         // One job runs, max_queue wait (a job waits in queue_ until the thread takes it, too).

@@ -87,6 +87,36 @@ try {
                        (e) => e instanceof OpenAI.BadRequestError && e.param === "best_of");
   check("tool-call conversations replay; unhonoured fields are a 400 naming them in param");
 
+  // n choices: choice i is the request alone with seed + i; streamed chunks carry their index.
+  const seeded = { model: "m", temperature: 0.9, seed: 77, max_tokens: 10 };
+  const two = await client.completions.create({ ...seeded, prompt: "And God said", n: 2 });
+  assert.equal(two.choices.length, 2);
+  let twoTokens = 0;
+  for (let i = 0; i < 2; i++) {
+    const one = await client.completions.create({ ...seeded, prompt: "And God said", seed: 77 + i });
+    assert.equal(two.choices[i].index, i);
+    assert.equal(two.choices[i].text, one.choices[0].text, `choice ${i} vs seed ${77 + i} alone`);
+    twoTokens += one.usage.completion_tokens;
+  }
+  assert.equal(two.usage.completion_tokens, twoTokens);
+  const chatTwo = await client.chat.completions.create({ ...seeded, messages, n: 2 });
+  const chatTexts = ["", ""];
+  for await (const chunk of await client.chat.completions.create({ ...seeded, messages, n: 2, stream: true }))
+    for (const choice of chunk.choices) chatTexts[choice.index] += choice.delta?.content ?? "";
+  for (let i = 0; i < 2; i++) assert.equal(chatTexts[i], chatTwo.choices[i].message.content);
+  check("n: 2, whole and streamed, each choice the request alone with seed + i");
+
+  // lm-eval's loglikelihood request: the prompt's tokens and log-probabilities, nothing generated.
+  const ll = await client.completions.create({ model: "m", prompt: "And God said", echo: true, logprobs: 1,
+                                               max_tokens: 0 });
+  assert.equal(ll.choices[0].text, "And God said");
+  const lp = ll.choices[0].logprobs;
+  assert.equal(lp.tokens.length, ll.usage.prompt_tokens);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.ok(lp.token_logprobs.slice(1).every((x) => x <= 0));
+  assert.equal(ll.usage.completion_tokens, 0);
+  check("echo with logprobs and max_tokens 0");
+
   // 16 clients at once: every greedy answer is the single client's, every seeded one the same
   // request's alone, and none is an error.
   const prompts = ["And God said", "In the beginning", "The LORD is my shepherd", "Blessed are"];
