@@ -14,7 +14,8 @@
 //   - an accepted request's fields are inside the ranges api_request.h documents;
 //   - the job reaching the backend is one the scheduler would run (engine/scheduler.cpp refuses the
 //     rest with its own words, not the API's): a prompt of ids in the vocabulary that leaves room in
-//     the context, max_tokens in 1 .. kMaxPredict, sampling a Sampler accepts.
+//     the context (or fills it, for the prompt alone), max_tokens in 1 .. kMaxPredict (0 only with
+//     prompt_logits), sampling a Sampler accepts.
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -58,14 +59,17 @@ class EchoBackend final : public Backend {
         if (job.prompt.empty()) broken("an empty prompt reached the backend");
         for (const int32_t id : job.prompt)
             if (id < 0 || id >= n_vocab_) broken("prompt id " + std::to_string(id) + " reached the backend");
-        if (int64_t(job.prompt.size()) >= kContext) broken("a prompt that fills the context reached the backend");
-        if (job.max_tokens < 1 || job.max_tokens > graph::kMaxPredict)
+        if (int64_t(job.prompt.size()) + (job.max_tokens == 0 ? 0 : 1) > kContext)
+            broken("a prompt that fills the context reached the backend");
+        if (job.max_tokens < (job.prompt_logits ? 0 : 1) || job.max_tokens > graph::kMaxPredict)
             broken("max_tokens " + std::to_string(job.max_tokens) + " reached the backend");
         try {
             Sampler sampler(job.sampling, n_vocab_);
         } catch (const std::invalid_argument& e) {
             broken(std::string("the sampler refused a parsed request: ") + e.what());
         }
+        for (size_t p = 0; job.prompt_logits && p < job.prompt.size(); ++p)
+            on_event({.logits = logits_, .prompt_position = int64_t(p)});
         // The prompt comes back as the reply (so stop strings can match it), then the end.
         const int64_t n = std::min<int64_t>({job.max_tokens, kMaxEchoed, int64_t(job.prompt.size())});
         for (int64_t i = 0; i < n; ++i) on_event({job.prompt[size_t(i)], logits_, Finish::None});
@@ -103,7 +107,8 @@ bool in(double x, double lo, double hi) { return x >= lo && x <= hi; }
 void check_fields(const CompletionRequest& r, bool chat) {
     const SamplerParams& s = r.sampling;
     const bool ok = r.chat == chat && (chat ? !r.messages.empty() : true) &&
-                    (r.max_tokens == -1 || in(double(r.max_tokens), 1, double(graph::kMaxPredict))) &&
+                    (r.max_tokens == -1 || in(double(r.max_tokens), chat ? 1 : 0, double(graph::kMaxPredict))) &&
+                    in(double(r.n), 1, double(kMaxChoices)) && (chat ? !r.echo : true) &&
                     in(s.temperature, 0, 2) && in(s.top_p, 0, 1) && in(s.min_p, 0, 1) && s.top_k >= 0 &&
                     in(s.presence_penalty, -2, 2) && in(s.frequency_penalty, -2, 2) &&
                     s.repeat_penalty > 0 && s.repeat_penalty <= kMaxPenalty &&
@@ -142,6 +147,8 @@ void run_completion(const ModelInfo& info, CompletionRequest request) {
             const nlohmann::json all =
                 want_logprobs ? logprobs_json(info.tokenizer, logprobs, chat, 0) : nlohmann::json(nullptr);
             (void)dump(answer_json(h, text, piece->finish_reason, all, run.prompt_tokens(), run.completion_tokens()));
+            if (run.request().echo && want_logprobs)
+                (void)dump(echo_logprobs_json(info.tokenizer, run.prompt(), run.prompt_logprobs(), run.echo_text()));
             return;
         }
     }

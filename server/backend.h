@@ -37,9 +37,9 @@ struct Job {
 
 struct JobEvent {
     int32_t token = -1;               // the sampled token; -1 on a last event without one
-    int64_t prompt_position = -1;     // >= 0: `logits` is this prompt position's row (prompt_logits)
     std::span<const float> logits{};  // the row it was sampled from (n_vocab), valid during the call
     Finish finish = Finish::None;     // set on the job's last event
+    int64_t prompt_position = -1;     // >= 0: `logits` is this prompt position's row (prompt_logits)
 };
 using JobCallback = std::function<void(const JobEvent&)>;
 

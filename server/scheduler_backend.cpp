@@ -33,9 +33,9 @@ class SchedulerBackend final : public Backend {
         try {
             return scheduler_.submit(std::move(request), [on_event = std::move(on_event)](const graph::TokenEvent& e) {
                 on_event({.token = e.token,
-                          .prompt_position = e.prompt_position,
                           .logits = e.logits,
-                          .finish = finish_of(e.finish)});
+                          .finish = finish_of(e.finish),
+                          .prompt_position = e.prompt_position});
             });
         } catch (const graph::QueueFull& e) {
             throw BackendBusy(e.what());

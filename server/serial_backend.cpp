@@ -122,7 +122,7 @@ class SerialBackend final : public Backend {
         const size_t n_vocab = size_t(session_.n_vocab());
         std::span<const float> logits = session_.eval(q.job.prompt);
         for (size_t p = 0; q.job.prompt_logits && p < q.job.prompt.size(); ++p)
-            q.on_event({.prompt_position = int64_t(p), .logits = logits.subspan(p * n_vocab, n_vocab)});
+            q.on_event({.logits = logits.subspan(p * n_vocab, n_vocab), .prompt_position = int64_t(p)});
         logits = logits.subspan(logits.size() - n_vocab);
         if (q.job.max_tokens == 0) return q.on_event({.finish = Finish::Length});
         for (int64_t n = 0;; ++n) {
