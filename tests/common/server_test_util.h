@@ -125,6 +125,18 @@ inline std::vector<std::string> sse_data(const std::string& stream) {
     return out;
 }
 
+// POSTs `body` with "stream": true and gives the stream's "data: ..." payloads, [DONE] included.
+inline std::vector<std::string> stream_data(httplib::Client& c, const std::string& path, nlohmann::json body) {
+    body["stream"] = true;
+    std::string raw;
+    const httplib::Result r = post_streaming(c, path, body.dump(), [&](const std::string& d) {
+        raw += d;
+        return true;
+    });
+    EXPECT_TRUE(r && r->status == 200) << path << ": " << (r ? r->body : "no answer");
+    return sse_data(raw);
+}
+
 // Each bad request gets its 4xx in OpenAI's shape, with a message naming what was wrong; `param`
 // is the field it names (null when none is given here).
 inline void expect_error(const httplib::Result& r, int status, const std::string& code, const std::string& message_part,

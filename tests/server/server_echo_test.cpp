@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 using testing::post_json;
-using testing::sse_data;
+using testing::stream_data;
 using testing::TestServer;
 
 const char* const kText =
@@ -96,16 +96,9 @@ TEST(ServerEcho, EchoedTextAndOffsetsLineUpWithTheTokens) {
     }
 
     // Streamed: the prompt's chunk first, then the same text and log-probabilities.
-    json streamed = body;
-    streamed["stream"] = true;
-    std::string raw;
-    ASSERT_TRUE(testing::post_streaming(c, "/v1/completions", streamed.dump(), [&](const std::string& d) {
-        raw += d;
-        return true;
-    }));
     std::string stream_text;
     json tokens = json::array(), offsets = json::array();
-    for (const std::string& d : sse_data(raw)) {
+    for (const std::string& d : stream_data(c, "/v1/completions", body)) {
         if (d == "[DONE]") break;
         const json ch = json::parse(d);
         stream_text += ch["choices"][0]["text"].get<std::string>();
@@ -162,17 +155,11 @@ TEST(ServerChoices, EachChoiceIsTheRequestAloneWithItsSeed) {
         EXPECT_EQ(r["usage"]["prompt_tokens"], post_json(c, path, body, 200)["usage"]["prompt_tokens"]);
 
         json streamed = many;
-        streamed["stream"] = true;
         streamed["stream_options"] = {{"include_usage", true}};
-        std::string raw;
-        ASSERT_TRUE(testing::post_streaming(c, path, streamed.dump(), [&](const std::string& d) {
-            raw += d;
-            return true;
-        }));
         std::map<int, std::string> texts;
         std::map<int, int> finishes;
         json usage;
-        for (const std::string& d : sse_data(raw)) {
+        for (const std::string& d : stream_data(c, path, streamed)) {
             if (d == "[DONE]") break;
             const json ch = json::parse(d);
             if (ch["choices"].empty()) {
