@@ -90,6 +90,12 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     Job job;
     job.prompt = prompt_;
     job.sampling = request_.sampling;
+    if (request_.grammar) {
+        auto constraint = std::make_shared<GrammarConstraint>();
+        constraint->grammar = request_.grammar;
+        constraint->vocab = info.grammar_vocab ? info.grammar_vocab : GrammarVocab::from_tokenizer(info.tokenizer);
+        job.sampling.grammar = constraint;
+    }
     job.max_tokens = request_.max_tokens > 0 ? request_.max_tokens : n_ctx - int64_t(prompt_.size());
     if (!chat) {
         const auto eog = info.tokenizer.end_of_generation();
