@@ -212,7 +212,7 @@ std::shared_ptr<const Grammar> get_grammar(const json& body) {
             try {
                 gbnf = json_schema_to_gbnf(schema->dump());
             } catch (const JsonSchemaError& e) {
-                bad(param, e.what());
+                bad(param, "'" + param + "' is refused: " + e.what());
             }
         } else if (t != "text") {
             bad("response_format.type", "'response_format.type' is " + type->dump() + ": give text, json_object or json_schema");
@@ -229,7 +229,7 @@ std::shared_ptr<const Grammar> get_grammar(const json& body) {
     try {
         return std::make_shared<const Grammar>(grammar_parse(gbnf));
     } catch (const GrammarError& e) {
-        bad(param, e.what());
+        bad(param, "'" + param + "' is refused: " + e.what());
     }
 }
 
