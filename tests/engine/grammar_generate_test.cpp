@@ -25,10 +25,7 @@ using graph::Scheduler;
 using graph::TokenEvent;
 using nlohmann::ordered_json;
 
-std::shared_ptr<const Model> kjv() {
-    static const auto model = Model::load(std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf");
-    return model;
-}
+std::shared_ptr<const Model> kjv() { return testing::kjv_model(); }
 std::shared_ptr<const Model> random_model() {
     static const auto model =
         Model::load(testing::random_model_file(testing::spec_of(32, 2, 4, 2, 64, 400, 11), "grammar_random"));
