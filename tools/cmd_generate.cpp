@@ -269,6 +269,7 @@ bool make_room(graph::Session& session, const GenerateOptions& opt, RawTurns& tu
 void stream_reply(graph::Session& session, Sampler& sampler, const Tokenizer& tokenizer,
                   const GenerateOptions& opt, const std::vector<int32_t>& ids, RawTurns& turns,
                   graph::Profiler* profiler, graph::DraftProposer* proposer) {
+    sampler.restart_grammar();  // with -i, each reply is one match of --grammar / --json-schema
     TokenTextStream stream(tokenizer, opt.special);
     auto stats = graph::generate(
         session, sampler, ids, opt.n_predict,

@@ -127,6 +127,11 @@ class Sampler {
     // Forgets the history and restarts the RNG from the same seed, so a rerun repeats itself; a
     // grammar starts again from its start rule.
     void reset();
+    // With a grammar: the next token starts a new match (a new reply of a conversation); the history
+    // and the RNG go on. No-op without one.
+    void restart_grammar() {
+        if (grammar_) grammar_->reset();
+    }
     // With a grammar: whether the tokens sampled so far are a complete match (true without one).
     bool grammar_complete() const { return !grammar_ || grammar_->can_end(); }
 
