@@ -324,7 +324,15 @@ void Scheduler::sample_and_finish(const StepBatch& batch, std::span<const float>
             });
             continue;
         }
-        const int32_t token = r.sampler.sample(row);
+        int32_t token = -1;
+        try {
+            token = r.sampler.sample(row);
+        } catch (const std::exception&) {
+            // A NaN row, or a grammar that allows no token of the vocabulary (grammar_vocab.h): this
+            // request ends as cancelled, the others go on (as in the server's serial backend).
+            finish(r, FinishReason::Cancelled, calls);
+            continue;
+        }
         r.sampler.accept(token);
         const int64_t index = r.timing.generated++;
         if (index == 0) r.timing.first_token = t;

@@ -11,6 +11,7 @@
 
 #include "runtime/json_depth.h"
 #include "graph/limits.h"
+#include "runtime/text/json_schema.h"
 #include "server/api_error.h"
 
 namespace graphrun::server {
@@ -173,11 +174,71 @@ std::vector<LogitBias> get_logit_bias(const json& body) {
 // Fields accepted without effect on the answer (docs/server.md says why each), and the fields of
 // OpenAI's API graphrun refuses unless their value asks for what it does anyway; then any field
 // left is unknown and refused. A null field is an absent one.
+// response_format (OpenAI's) or grammar (llama-server's GBNF text): the grammar the output keeps to,
+// null for none. A bad schema or grammar is a 400 naming the field; the message names the keyword and
+// its path in the schema, or the line and column in the grammar.
+std::shared_ptr<const Grammar> get_grammar(const json& body) {
+    std::string gbnf, param;
+    if (const json* rf = field(body, "response_format")) {
+        const json* type = rf->is_object() ? field(*rf, "type") : nullptr;
+        if (!type || !type->is_string())
+            bad("response_format", "'response_format' must be an object with a 'type' string", "invalid_type");
+        for (const auto& [key, value] : rf->items())
+            if (key != "type" && key != "json_schema" && !value.is_null())
+                unknown_field("response_format." + key, "of response_format");
+        const std::string t = type->get<std::string>();
+        if (t == "json_object") {
+            gbnf = json_object_gbnf();
+            param = "response_format";
+        } else if (t == "json_schema") {
+            const json* js = field(*rf, "json_schema");
+            if (!js || !js->is_object())
+                bad("response_format.json_schema", "'response_format.json_schema' must be an object", "invalid_type");
+            for (const auto& [key, value] : js->items()) {
+                if (value.is_null()) continue;
+                if (key == "name" || key == "description") {
+                    if (!value.is_string()) wrong_type("response_format.json_schema." + key, "a string", value);
+                } else if (key == "strict") {  // every schema is enforced strictly (docs/grammars.md)
+                    if (!value.is_boolean()) wrong_type("response_format.json_schema.strict", "a boolean", value);
+                } else if (key != "schema") {
+                    unknown_field("response_format.json_schema." + key, "of response_format.json_schema");
+                }
+            }
+            const json* schema = field(*js, "schema");
+            if (!schema || !(schema->is_object() || schema->is_boolean()))
+                bad("response_format.json_schema.schema", "'response_format.json_schema.schema' must be a JSON schema (an object)",
+                    "invalid_type");
+            param = "response_format.json_schema.schema";
+            try {
+                gbnf = json_schema_to_gbnf(schema->dump());
+            } catch (const JsonSchemaError& e) {
+                bad(param, "'" + param + "' is refused: " + e.what());
+            }
+        } else if (t != "text") {
+            bad("response_format.type", "'response_format.type' is " + type->dump() + ": give text, json_object or json_schema");
+        }
+    }
+    if (const json* g = field(body, "grammar")) {
+        if (!g->is_string()) wrong_type("grammar", "a string (GBNF)", *g);
+        if (!gbnf.empty()) bad("grammar", "give either 'grammar' or a JSON 'response_format', not both");
+        gbnf = g->get<std::string>();
+        param = "grammar";
+        if (gbnf.empty()) return nullptr;
+    }
+    if (gbnf.empty()) return nullptr;
+    try {
+        return std::make_shared<const Grammar>(grammar_parse(gbnf));
+    } catch (const GrammarError& e) {
+        bad(param, "'" + param + "' is refused: " + e.what());
+    }
+}
+
 void check_other_fields(const json& body, bool chat) {
     // Honoured: read by parse_completion_request.
     static constexpr std::string_view kHonoured[] = {
         "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
-        "repeat_penalty", "seed", "stop", "stream", "stream_options", "logprobs", "logit_bias", "n"};
+        "repeat_penalty", "seed", "stop", "stream", "stream_options", "logprobs", "logit_bias", "n",
+        "response_format", "grammar"};
     // echo: the prompt's text and log-probabilities first (max_tokens 0: only those, lm-eval's loglikelihood).
     static constexpr std::string_view kHonouredChat[] = {"messages", "max_completion_tokens", "top_logprobs"};
     static constexpr std::string_view kHonouredCompletions[] = {"prompt", "echo"};
@@ -197,12 +258,6 @@ void check_other_fields(const json& body, bool chat) {
             if (value.get<bool>()) unsupported(key, "is true: it asks for the answer to be kept for later retrieval");
         } else if (chat && key == "parallel_tool_calls") {
             if (!value.is_boolean()) wrong_type(key, "a boolean", value);  // no tools are called at all
-        } else if (chat && key == "response_format") {
-            const json* type = value.is_object() ? field(value, "type") : nullptr;
-            if (!type || !type->is_string())
-                bad(key, "'response_format' must be an object with a 'type' string", "invalid_type");
-            if (type->get<std::string>() != "text")
-                unsupported(key, "asks for " + type->dump() + ": structured output (constrained decoding)");
         } else if (chat && (key == "tools" || key == "functions")) {
             if (!value.is_array()) wrong_type(key, "an array", value);
             if (!value.empty()) unsupported(key, "holds " + std::to_string(value.size()) + " tools: tool calling");
@@ -426,6 +481,7 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     const int64_t seed = get_integer(body, "seed", -1, -1, 0xFFFFFFFFLL);
     s.seed = seed < 0 ? kSamplerRandomSeed : uint64_t(seed);
     s.logit_bias = get_logit_bias(body);
+    r.grammar = get_grammar(body);
 
     r.stop = get_stop(body);
     r.stream = get_bool(body, "stream", false);

@@ -5,7 +5,7 @@
 // is absent or null takes its default. Nothing is ignored silently: every other field is honoured,
 // on a short documented list of fields accepted without effect (user, metadata, ...), or an
 // ApiError 400 whose `param` names it — an unknown field, or one graphrun does not honour yet with
-// the value given (tools, response_format json_schema, best_of > 1; docs/server.md lists them).
+// the value given (tools, best_of > 1, suffix; docs/server.md lists them).
 // A known field of the wrong type or out of its range is a 400 too; each message names the field,
 // what it must be and what it was. Sampling defaults are llama.cpp's (runtime/text/sampler.h), as
 // llama-server's are.
@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,7 @@ struct CompletionRequest {
     bool include_usage = false;  // stream_options.include_usage
     bool logprobs = false;
     int top_logprobs = 0;  // alternatives per token
-    bool echo = false;     // completions: the prompt's text (and its tokens' log-probabilities) first
-    int64_t n = 1;         // choices; choice i samples with seed + i (completion.h)
+// the value given (tools, best_of > 1, suffix; docs/server.md lists them).
 };
 
 // Parses the text of a request body (malformed JSON is a 400 naming the byte) and checks it.

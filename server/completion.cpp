@@ -101,6 +101,12 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     if (request_.echo) echo_text_ = request_.prompt_is_ids ? info.tokenizer.decode(prompt_) : request_.prompt;
     // max_tokens 0 asks for the prompt alone, which the backend runs as a request for its rows.
     job.prompt_logits = (request_.echo && request_.logprobs) || job.max_tokens == 0;
+    if (request_.grammar) {
+        auto constraint = std::make_shared<GrammarConstraint>();
+        constraint->grammar = request_.grammar;
+        constraint->vocab = info.grammar_vocab ? info.grammar_vocab : GrammarVocab::from_tokenizer(info.tokenizer);
+        job.sampling.grammar = constraint;
+    }
     if (!chat) {
         const auto eog = info.tokenizer.end_of_generation();
         job.stop_ids.assign(eog.begin(), eog.end());

@@ -36,6 +36,9 @@ struct ModelInfo {
     ChatTemplate chat_template;
     std::string plan_text;  // GET /plan
     int64_t n_vocab = 0;
+    // The token trie constrained requests are matched against (runtime/text/grammar_vocab.h); null:
+    // made from the tokenizer per constrained request.
+    std::shared_ptr<const GrammarVocab> grammar_vocab{};
 };
 
 // GET /plan's text: the plan of `graphrun --dump-plan` for one token, with the graph file named by

@@ -29,6 +29,7 @@
 #include "runtime/bounded_read.h"
 #include "runtime/finite_check.h"
 #include "runtime/text/chat_template.h"
+#include "runtime/text/json_schema.h"
 #include "runtime/text/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/conversation.h"
@@ -57,7 +58,24 @@ struct GenerateOptions {
     std::string trace_path;
     std::string spec = "off";  // the proposer: off or lookup
     graph::PromptLookupOptions lookup;
+    std::string grammar_file, json_schema_file;  // constrained decoding (docs/grammars.md)
 };
+
+// The grammar of --grammar (GBNF) or --json-schema, parsed before the model loads so a bad file fails
+// at once; errors name the file. null when neither is given.
+std::shared_ptr<const Grammar> read_grammar_option(const GenerateOptions& opt) {
+    if (opt.grammar_file.empty() && opt.json_schema_file.empty()) return nullptr;
+    if (!opt.grammar_file.empty() && !opt.json_schema_file.empty())
+        throw std::runtime_error("give either --grammar or --json-schema, not both");
+    const std::string& path = opt.grammar_file.empty() ? opt.json_schema_file : opt.grammar_file;
+    try {
+        std::string gbnf = grammar_read_file(path);
+        if (!opt.json_schema_file.empty()) gbnf = json_schema_to_gbnf(gbnf);
+        return std::make_shared<const Grammar>(grammar_parse(gbnf));
+    } catch (const std::invalid_argument& e) {  // GrammarError, JsonSchemaError
+        throw std::runtime_error((opt.grammar_file.empty() ? "--json-schema " : "--grammar ") + path + ": " + e.what());
+    }
+}
 
 // The proposer --spec names, or none.
 std::unique_ptr<graph::DraftProposer> make_proposer(const GenerateOptions& opt) {
@@ -251,6 +269,7 @@ bool make_room(graph::Session& session, const GenerateOptions& opt, RawTurns& tu
 void stream_reply(graph::Session& session, Sampler& sampler, const Tokenizer& tokenizer,
                   const GenerateOptions& opt, const std::vector<int32_t>& ids, RawTurns& turns,
                   graph::Profiler* profiler, graph::DraftProposer* proposer) {
+    sampler.restart_grammar();  // with -i, each reply is one match of --grammar / --json-schema
     TokenTextStream stream(tokenizer, opt.special);
     auto stats = graph::generate(
         session, sampler, ids, opt.n_predict,
@@ -320,6 +339,7 @@ void run_generate(GenerateOptions opt) {
     // Looked up only now, so --help and the subcommands work without a data folder.
     if (opt.model_path.empty()) opt.model_path = graph::default_model_path();
     if (!opt.prompt_file.empty()) opt.prompt = read_prompt_file(opt.prompt_file);
+    const std::shared_ptr<const Grammar> grammar = read_grammar_option(opt);
     std::optional<graph::Profiler> profiler;  // outlives the session, which points at it while running
     if (opt.profile || !opt.trace_path.empty()) profiler.emplace(opt.profile, opt.trace_path);
     const auto load_start = std::chrono::steady_clock::now();
@@ -331,6 +351,12 @@ void run_generate(GenerateOptions opt) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
     const std::vector<int32_t> prompt_ids = parse_token_list(opt.tokens);
     const std::unique_ptr<graph::DraftProposer> proposer = make_proposer(opt);
+    if (grammar) {
+        auto constraint = std::make_shared<GrammarConstraint>();
+        constraint->grammar = grammar;
+        constraint->vocab = GrammarVocab::from_tokenizer(Tokenizer::from_gguf(model->file()));
+        opt.sampling.grammar = constraint;
+    }
 
     if (!opt.dump_plan.empty()) {
         const int64_t batch = opt.batch > 0 ? opt.batch : std::max<int64_t>(1, int64_t(prompt_ids.size()));
@@ -439,6 +465,10 @@ void register_generate(CLI::App& app) {
     app.add_option("--lookup-ngram", opt->lookup.ngram, "--spec lookup: the longest run of last tokens looked up")
         ->check(whole_number_in(1, graph::kMaxLookupNgram))
         ->capture_default_str();
+    app.add_option("--grammar", opt->grammar_file,
+                   "constrain the output to a GBNF grammar (llama.cpp's format; docs/grammars.md)");
+    app.add_option("--json-schema", opt->json_schema_file,
+                   "constrain the output to JSON valid under this JSON schema (file; docs/grammars.md)");
     app.add_flag("--profile", opt->profile, "print time per op kind and per graph node (stderr) at the end");
     app.add_option("--trace", opt->trace_path, "write a Chrome/Perfetto trace of every step on every thread (JSON)");
     app.callback([&app, opt] {

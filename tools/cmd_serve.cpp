@@ -65,6 +65,7 @@ void run_serve(ServeOptions opt) {
         .n_vocab = 0,
     };
     info.n_vocab = info.tokenizer.n_vocab();
+    info.grammar_vocab = GrammarVocab::from_tokenizer(info.tokenizer);  // once, for every constrained request
     const std::string chat_format = info.chat_template.name();
     server::HttpServer http(std::move(info), *backend, opt.http);
     const int port = http.bind();

@@ -137,6 +137,7 @@ void Conversation::reply() {
     std::vector<float> masked;
     std::vector<int32_t> sampled;
     bool done = false;
+    sampler_.restart_grammar();  // each reply is one match of --grammar / --json-schema
     while (options_.n_predict < 0 || int64_t(sampled.size()) < options_.n_predict) {
         std::span<const float> row = logits_;
         if (!stream.may_end()) {  // a plain reply says something before it may end

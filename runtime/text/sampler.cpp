@@ -254,6 +254,14 @@ Sampler::Sampler(SamplerParams params, int32_t n_vocab) : params_(params), n_voc
         if (params_.logit_bias[i].token >= n_vocab)
             bad_param("logit_bias[" + std::to_string(i) + "].token", std::to_string(params_.logit_bias[i].token),
                       "a token id below the vocabulary's " + std::to_string(n_vocab));
+    if (params_.grammar) {
+        if (!params_.grammar->grammar || !params_.grammar->vocab)
+            bad_param("grammar", "incomplete", "a grammar and the vocabulary it is matched against");
+        if (params_.grammar->vocab->n_vocab() != n_vocab)
+            bad_param("grammar", "a vocabulary of " + std::to_string(params_.grammar->vocab->n_vocab()) + " tokens",
+                      "the model's vocabulary of " + std::to_string(n_vocab));
+        grammar_.emplace(*params_.grammar->grammar);
+    }
     seed_ = params_.seed == kSamplerRandomSeed ? std::random_device{}() : params_.seed;
     rng_.seed(static_cast<std::mt19937::result_type>(seed_));
     if (params_.repeat_last_n > 0) recent_.reserve(static_cast<size_t>(params_.repeat_last_n) + 1);
@@ -268,17 +276,47 @@ int32_t Sampler::sample(std::span<const float> logits) {
             throw std::invalid_argument("[sampler] logit of token " + std::to_string(i) + " is NaN");
 
     candidates_.assign(logits);
+    const bool greedy = params_.temperature <= 0.0f;
+    // Greedy needs the mask only when the best token is refused: masking removes candidates, so an
+    // allowed argmax (ties: lowest id) is the masked argmax too.
+    if (grammar_ && !greedy) apply_grammar_mask();
     sampler_logit_bias(candidates_, params_.logit_bias);
     if (params_.repeat_last_n != 0)
         sampler_penalties(candidates_, recent_, params_.repeat_penalty, params_.frequency_penalty,
                           params_.presence_penalty);
-    if (params_.temperature <= 0.0f) return sampler_greedy(candidates_);
+    if (greedy) {
+        const int32_t best = sampler_greedy(candidates_);
+        if (!grammar_ || params_.grammar->vocab->allows(*grammar_, best)) return commit_grammar(best);
+        apply_grammar_mask();
+        return commit_grammar(sampler_greedy(candidates_));
+    }
 
     sampler_top_k(candidates_, params_.top_k);
     sampler_top_p(candidates_, params_.top_p);
     sampler_min_p(candidates_, params_.min_p);
     sampler_temperature(candidates_, params_.temperature);
-    return sampler_dist(candidates_, rng_);
+    return commit_grammar(sampler_dist(candidates_, rng_));
+}
+
+// Candidates are still one per token in id order (from_logits, before any stage that reorders).
+void Sampler::apply_grammar_mask() {
+    params_.grammar->vocab->mask(*grammar_, allowed_, mask_scratch_);
+    bool any = false;
+    for (TokenCandidate& t : candidates_.data) {
+        if (allowed_[size_t(t.id)]) any = true;
+        else t.logit = -std::numeric_limits<float>::infinity();
+    }
+    if (!any)
+        throw GrammarError("[sampler] the grammar allows no token of the vocabulary here (it can neither go on "
+                           "with one nor end)");
+    candidates_.sorted = false;
+}
+
+int32_t Sampler::commit_grammar(int32_t token) {
+    if (!grammar_ || params_.grammar->vocab->is_end(token)) return token;
+    if (!grammar_->accept(params_.grammar->vocab->bytes(token)))
+        throw GrammarError("[sampler] token " + std::to_string(token) + " was sampled but the grammar refuses it");
+    return token;
 }
 
 void Sampler::accept(int32_t token) {
@@ -293,6 +331,7 @@ void Sampler::accept(int32_t token) {
 
 void Sampler::reset() {
     recent_.clear();
+    if (grammar_) grammar_->reset();
     rng_.seed(static_cast<std::mt19937::result_type>(seed_));
 }
 

@@ -2,7 +2,9 @@
 //
 // The chain and every stage follow llama.cpp's semantics (llama-sampling.cpp and common's default
 // order), so a graphrun run and a llama.cpp run with the same settings filter the same tokens:
-//   logit_bias -> penalties -> top_k -> top_p -> min_p -> temperature -> dist (a seeded draw)
+//   [grammar] -> logit_bias -> penalties -> top_k -> top_p -> min_p -> temperature -> dist (a seeded draw)
+// With a grammar (SamplerParams::grammar, runtime/text/grammar_vocab.h) every token it refuses is -inf
+// before any other stage, greedy or sampled, and the token sample() returns advances the grammar.
 // temperature <= 0 is greedy: argmax of the logits after penalties, ties going to the lowest id.
 //
 // Each stage is a free function over a candidates array so tests can hold it to its definition;
@@ -10,9 +12,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
+
+#include "runtime/text/grammar_vocab.h"
 
 namespace graphrun {
 
@@ -96,6 +102,9 @@ struct SamplerParams {
     float presence_penalty = 0.0f;   // in [-kMaxPenalty, kMaxPenalty]
     uint64_t seed = kSamplerRandomSeed;  // seeds std::mt19937, so at most 32 bits
     std::vector<LogitBias> logit_bias{};  // token ids inside the vocabulary; bias finite or -inf
+    // Constrained decoding: only tokens that keep the output inside the grammar are sampled, and an
+    // end-of-generation token only where the grammar can end. null: unconstrained.
+    std::shared_ptr<const GrammarConstraint> grammar{};
 };
 
 // Throws std::invalid_argument naming the field and the accepted range. Token ids of logit_bias
@@ -110,10 +119,21 @@ class Sampler {
     // is actually fed back (and with the prompt tokens, which the penalties count as well).
     // Throws std::invalid_argument for a NaN logit, or when every candidate is -inf after the
     // penalties (nothing can be sampled).
+    // With a grammar, the token returned is fed to it at once: every decode loop keeps the token it
+    // samples (prompt tokens, given to accept(), never touch the grammar). GrammarError when the
+    // grammar allows no token of the vocabulary (it can neither go on nor end with one).
     int32_t sample(std::span<const float> logits);
     void accept(int32_t token);
-    // Forgets the history and restarts the RNG from the same seed, so a rerun repeats itself.
+    // Forgets the history and restarts the RNG from the same seed, so a rerun repeats itself; a
+    // grammar starts again from its start rule.
     void reset();
+    // With a grammar: the next token starts a new match (a new reply of a conversation); the history
+    // and the RNG go on. No-op without one.
+    void restart_grammar() {
+        if (grammar_) grammar_->reset();
+    }
+    // With a grammar: whether the tokens sampled so far are a complete match (true without one).
+    bool grammar_complete() const { return !grammar_ || grammar_->can_end(); }
 
     const SamplerParams& params() const { return params_; }
     uint64_t seed() const { return seed_; }  // the seed in use (drawn when params.seed was random)
@@ -126,6 +146,11 @@ class Sampler {
     std::mt19937 rng_;
     std::vector<int32_t> recent_;  // the last repeat_last_n accepted tokens, oldest first
     Candidates candidates_;        // reused between calls so sampling does not allocate per token
+    std::optional<GrammarMatcher> grammar_;  // the match so far, when params_.grammar is set
+    std::vector<uint8_t> allowed_;           // (n_vocab) the grammar's mask, reused
+    GrammarMaskScratch mask_scratch_;
+    void apply_grammar_mask();
+    int32_t commit_grammar(int32_t token);
 };
 
 }  // namespace graphrun

@@ -17,13 +17,10 @@
 #include "server/http_server.h"
 #include "server/scheduler_backend.h"
 #include "server/serial_backend.h"
+#include "tests/common/test_models.h"  // kjv_model()
 
 namespace graphrun::testing {
 
-inline std::shared_ptr<const graph::Model> kjv_model() {
-    static const auto model = graph::Model::load(std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf");
-    return model;
-}
 
 struct BackendSpec {
     int64_t parallel = 4;

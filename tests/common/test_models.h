@@ -15,6 +15,7 @@
 #include <system_error>
 #include <vector>
 
+#include "engine/model.h"
 #include "tools/lib/random_model.h"
 
 namespace graphrun::testing {
@@ -33,6 +34,12 @@ inline const std::filesystem::path& test_temp_dir() {
     };
     static const Folder folder;
     return folder.path;
+}
+
+// The shipped model (models/kjv-q8_0.gguf), loaded once per test binary.
+inline std::shared_ptr<const graph::Model> kjv_model() {
+    static const auto model = graph::Model::load(std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf");
+    return model;
 }
 
 // Writes (once) a random Llama of the given shape into test_temp_dir() and returns its path.

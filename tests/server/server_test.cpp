@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "engine/generate.h"
+#include "runtime/text/grammar_match.h"
+#include "runtime/text/json_schema.h"
 #include "server/api_request.h"
 #include "tests/common/server_test_util.h"
 
@@ -112,6 +114,49 @@ TEST(Server, StreamedCompletionIsTheWholeAnswerInPieces) {
     const json usage = json::parse(data[data.size() - 2]);
     EXPECT_TRUE(usage["choices"].empty());
     EXPECT_EQ(usage["usage"]["completion_tokens"], 20);
+}
+
+// response_format: the answer is JSON valid under the schema, or cut by max_tokens ("length") as a
+// prefix the grammar still accepts; the same through /v1/completions and a GBNF `grammar`.
+TEST(Server, ResponseFormatConstrainsTheAnswer) {
+    TestServer server;
+    auto c = server.client();
+    const json schema = {{"type", "object"},
+                         {"properties", {{"word", {{"type", "string"}, {"maxLength", 8}}}, {"n", {{"type", "integer"}}}}},
+                         {"required", {"word", "n"}},
+                         {"additionalProperties", false}};
+    const Grammar grammar = grammar_parse(json_schema_to_gbnf(schema.dump()));
+    for (const bool chat : {true, false})
+        for (const int max_tokens : {4, 120})
+            for (const int seed : {1, 2}) {
+                json body = {{"max_tokens", max_tokens}, {"temperature", seed == 1 ? 0.0 : 1.0}, {"seed", seed},
+                             {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"strict", true}, {"schema", schema}}}}}};
+                if (chat) body["messages"] = {{{"role", "user"}, {"content", "A word and a number?"}}};
+                else body["prompt"] = "A word and a number, as JSON:";
+                const json r = post_json(c, chat ? "/v1/chat/completions" : "/v1/completions", body, 200);
+                const json& choice = r["choices"][0];
+                const std::string text = chat ? choice["message"]["content"] : choice["text"];
+                const std::string reason = choice["finish_reason"];
+                if (reason == "length") {
+                    GrammarMatcher m(grammar);
+                    EXPECT_TRUE(m.accept(text)) << text;
+                    continue;
+                }
+                EXPECT_EQ(reason, "stop") << text;
+                if (chat && text.find('\n') != std::string::npos) continue;
+                EXPECT_TRUE(grammar_matches(grammar, text)) << text;
+                const json value = json::parse(text);
+                EXPECT_TRUE(value["word"].is_string() && value["n"].is_number_integer()) << text;
+            }
+    const json yes_no = post_json(c, "/v1/completions", {{"prompt", "Is it so?"}, {"grammar", "root ::= \"yea\" | \"nay\""},
+                                                         {"max_tokens", 10}, {"temperature", 0}}, 200);
+    const std::string answer = yes_no["choices"][0]["text"];
+    EXPECT_TRUE(answer == "yea" || answer == "nay") << answer;
+    EXPECT_EQ(yes_no["choices"][0]["finish_reason"], "stop");
+    const json any = post_json(c, "/v1/completions", {{"prompt", "JSON:"}, {"response_format", {{"type", "json_object"}}},
+                                                      {"max_tokens", 2}}, 200);
+    EXPECT_EQ(any["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(std::string(any["choices"][0]["text"]).substr(0, 1), "{");
 }
 
 TEST(Server, ChatAnswersInTheTemplateAndStreamsTheSameText) {
@@ -299,8 +344,9 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
     expect_error(post("/v1/completions", R"({"prompt": "x", "suffix": "amen"})"), 400, "unsupported_value", "'suffix'",
                  "suffix");
     const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
-    expect_error(post("/v1/chat/completions", "{" + user + R"(, "response_format": {"type": "json_object"}})"), 400,
-                 "unsupported_value", "structured output", "response_format");
+    expect_error(post("/v1/chat/completions", "{" + user +
+                          R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer", "minimum": 1}}}})"),
+                 400, "invalid_value", "unsupported keyword 'minimum' at #/minimum", "response_format.json_schema.schema");
     expect_error(post("/v1/chat/completions",
                       "{" + user + R"(, "tools": [{"type": "function", "function": {"name": "f"}}]})"),
                  400, "unsupported_value", "tool calling", "tools");
