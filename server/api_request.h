@@ -44,7 +44,11 @@ struct CompletionRequest {
     bool include_usage = false;  // stream_options.include_usage
     bool logprobs = false;
     int top_logprobs = 0;  // alternatives per token
-// the value given (tools, best_of > 1, suffix; docs/server.md lists them).
+    bool echo = false;     // completions: the prompt's text (and its tokens' log-probabilities) first
+    int64_t n = 1;         // choices; choice i samples with seed + i (completion.h)
+    // response_format json_object / json_schema, or a GBNF `grammar`: what the output keeps to (the
+    // vocabulary is the server's, joined to it when the job is made). null: unconstrained.
+    std::shared_ptr<const Grammar> grammar{};
 };
 
 // Parses the text of a request body (malformed JSON is a 400 naming the byte) and checks it.

@@ -81,11 +81,24 @@ try {
   assert.equal(toolTurn.choices[0].message.role, "assistant");
   assert.ok(toolTurn.usage.prompt_tokens > 30, "the tool call and its answer are in the prompt");
   await assert.rejects(
-    client.chat.completions.create({ ...greedy, messages, response_format: { type: "json_object" } }),
-    (e) => e instanceof OpenAI.BadRequestError && e.param === "response_format");
+    client.chat.completions.create({ ...greedy, messages,
+                                     tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "tools");
   await assert.rejects(client.completions.create({ ...greedy, prompt: "x", best_of: 2 }),
                        (e) => e instanceof OpenAI.BadRequestError && e.param === "best_of");
   check("tool-call conversations replay; unhonoured fields are a 400 naming them in param");
+
+  // json_object: the answer is one JSON object, or it ran out of tokens first ("length").
+  const jsonAnswer = await client.chat.completions.create({ ...greedy, messages, max_tokens: 64,
+                                                            response_format: { type: "json_object" } });
+  const jsonChoice = jsonAnswer.choices[0];
+  if (jsonChoice.finish_reason === "stop") {
+    const value = JSON.parse(jsonChoice.message.content);
+    assert.ok(value !== null && typeof value === "object" && !Array.isArray(value), jsonChoice.message.content);
+  } else {
+    assert.equal(jsonChoice.finish_reason, "length");
+  }
+  check("response_format json_object: an object or finish_reason length");
 
   // n choices: choice i is the request alone with seed + i; streamed chunks carry their index.
   const seeded = { model: "m", temperature: 0.9, seed: 77, max_tokens: 10 };
