@@ -15,7 +15,7 @@
 // (a plain mul and add, this file is built with -ffp-contract=off), idot_b exact; so y[t, n] is the
 // same bits for any n_tokens, row range or thread count, and equals scalar::vec_dot.
 //
-// Prompts: a group of 8 rows is transposed kChunk blocks at a time into a buffer on the stack, then
+// Prompts: a group of 8 rows is transposed 16 KiB of blocks at a time into a buffer on the stack, then
 // every token passes over that chunk, 4 tokens at a time, its 8 running sums kept in y between chunks
 // (a float stored and loaded back is the same float, so the order of the sum is unchanged). Decode (one
 // token): each block is transposed in registers and used at once. The kernel allocates nothing.
@@ -40,7 +40,7 @@ using avx2_util::row_scales8;
 constexpr int kRows = 8;    // rows per group: one per lane
 constexpr int kSteps = 8;   // 4-weight steps per 32-weight block
 constexpr int kTokens = 4;  // tokens per prompt micro-tile
-constexpr int kChunk = 32;  // blocks transposed at once: 16 KiB of Q8_0 lanes (8 KiB of Q4_0) on the stack
+constexpr int kChunkBytes = 16384;  // the blocks transposed at once: 16 KiB of lanes on the stack
 
 // 4 activation bytes (x.qs + 4 s, not 4-byte aligned inside a block) broadcast to every lane.
 GR_AVX2 inline __m256i broadcast4(const int8_t* p) {
@@ -123,6 +123,7 @@ struct Group {
 };
 
 GR_AVX2 inline void store_rows(const GemmArgs& a, const Group& g, int64_t t, __m256 acc) {
+    if (g.n_rows == kRows) return _mm256_storeu_ps(a.y + t * a.y_stride + g.row0, acc);
     alignas(32) float out[kRows];
     _mm256_store_ps(out, acc);
     for (int r = 0; r < g.n_rows; ++r) a.y[t * a.y_stride + g.row0 + r] = out[r];
@@ -131,6 +132,7 @@ GR_AVX2 inline void store_rows(const GemmArgs& a, const Group& g, int64_t t, __m
 // Decode and short remainders: token t over the group, each block transposed in registers.
 // The group's running sums of token t, stored by store_rows after an earlier chunk.
 GR_AVX2 inline __m256 load_rows(const GemmArgs& a, const Group& g, int64_t t) {
+    if (g.n_rows == kRows) return _mm256_loadu_ps(a.y + t * a.y_stride + g.row0);
     alignas(32) float in[kRows] = {};
     for (int r = 0; r < g.n_rows; ++r) in[r] = a.y[t * a.y_stride + g.row0 + r];
     return _mm256_load_ps(in);
@@ -194,6 +196,7 @@ GR_AVX2 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, int64_t
 
 template <typename L>
 GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
+    constexpr int kChunk = kChunkBytes / (L::kVectors * 32);  // blocks: 64 of Q4_0, 32 of Q8_0
     alignas(32) int32_t lanes[kChunk * L::kVectors * 8];  // (kChunk, kVectors, 8)
     alignas(32) float dw[kChunk * 8];                     // (kChunk, 8)
     const int64_t nb = a.k / kQK;
