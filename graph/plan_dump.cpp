@@ -86,8 +86,10 @@ std::string attributes_text(const GraphNode& node, const ops::OpDef& op) {
     return text;
 }
 
+// s in a column `width` wide, or, when s is as wide or wider, s and one space: a column never runs into
+// the next ("matmul_q4_0/avx512+gemm" is 23 characters).
 std::string pad(std::string s, size_t width) {
-    if (s.size() < width) s.append(width - s.size(), ' ');
+    s.append(s.size() < width ? width - s.size() : 1, ' ');
     return s;
 }
 
@@ -106,13 +108,13 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
     out += "\nkernels run at: " + std::string(ops::simd_level_name(plan.simd)) +
            " (this CPU: " + ops::simd_level_name(ops::cpu_simd_level()) +
            "; GRAPHRUN_SIMD=scalar|avx2 caps it)\n";
-    out += "\n" + pad("step", 6) + pad("kernel", 22) + pad("output", 22) + pad("dtype (shape)", 20) +
+    out += "\n" + pad("step", 6) + pad("kernel", 24) + pad("output", 22) + pad("dtype (shape)", 20) +
            pad("offset", 10) + pad("bytes", 11) + "inputs\n";
     for (size_t s = 0; s < plan.steps.size(); ++s) {
         const PlanStep& step = plan.steps[s];
         const PlanTensor& o = plan.tensors[step.output];
         const bool state = o.kind == PlanTensor::Kind::State;
-        std::string line = pad(std::to_string(s), 6) + pad(kernel_label(plan, step), 22) + pad(o.name, 22) +
+        std::string line = pad(std::to_string(s), 6) + pad(kernel_label(plan, step), 24) + pad(o.name, 22) +
                            pad(o.desc.str(), 20) + pad(state ? "state" : std::to_string(o.offset), 10) +
                            pad(state ? "-" : with_commas(o.bytes), 11);
         for (size_t i = 0; i < step.inputs.size(); ++i) {

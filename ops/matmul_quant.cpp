@@ -9,7 +9,7 @@
 // prepare (work units: tokens) quantizes x into xq; run (work units: weight rows n, i.e. output
 // columns) computes y[t, n] = vec_dot(W[n], xq[t]). Decode is bound by reading W, so every weight
 // row is streamed from memory once per call: rows go in tiles small enough to stay in L2 while
-// all tokens pass over them. A traits row with a gemm (Q8_0, Q4_0, Q4_K at the AVX2 level) runs every
+// all tokens pass over them. A traits row with a gemm (Q8_0, Q4_0, Q4_K; Q8_0 and Q4_0 at AVX-512 too) runs every
 // call through it: tiles of rows × tokens, so each weight block is unpacked once for several tokens.
 //
 // Invariant (other work builds on it): y[t, n] is the same bits whatever n_tokens is and however the

@@ -104,6 +104,14 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);  // F16C, round to 
 void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n);
 }  // namespace avx2
 
+namespace avx512 {
+// Q8_0 and Q4_0 with VNNI (ops/quant/avx512/lanes_gemm.cpp): the scalar path's bits, 16 rows x 4 tokens
+// a tile; calls of fewer than 4 tokens, and the last n_tokens % 4, run avx2::gemm_lanes_*. They read
+// GemmArgs::x_group_sums (the zero point of the unsigned weights).
+void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+}  // namespace avx512
+
 // The traits row of `type` with the kernels of `level` (which the CPU must support), for tests and
 // benchmarks that run one path; quant_traits() is this for active_simd_level().
 // nullptr where quant_traits(type) is.

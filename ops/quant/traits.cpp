@@ -52,7 +52,7 @@ struct TypeRow {
     PerLevel<VecDotFn> vec_dot{};
     const char* matmul_kernel = nullptr;
     PerLevel<VecDot4Fn> vec_dot4{};
-    PerLevel<GemmFn> gemm{};  // the AVX-512 level runs the AVX2 GEMM until it has one of its own
+    PerLevel<GemmFn> gemm{};  // a level without one of its own runs the AVX2 GEMM
     bool gemm_group_sums = false;
     GroupSumsFn group_sums = nullptr;
     int min_offset = -1;
@@ -74,7 +74,8 @@ const TypeRow kRows[] = {
      .dequantize = {dequantize_as<block_q8_0, dequantize_row_q8_0>},
      .vec_dot = {scalar::vec_dot_q8_0_q8_0, avx2::vec_dot_q8_0_q8_0},
      .matmul_kernel = "matmul_q8_0",
-     .gemm = {.avx2 = avx2::gemm_lanes_q8_0_q8_0},
+     .gemm = {.avx2 = avx2::gemm_lanes_q8_0_q8_0, .avx512 = avx512::gemm_lanes_q8_0_q8_0},
+     .gemm_group_sums = true,  // the AVX-512 GEMM's zero point (its weights made unsigned)
      .group_sums = group_sums_q8_0},
     {.type = DType::Q4_0,
      .vec_dot_type = DType::Q8_0,
@@ -82,7 +83,7 @@ const TypeRow kRows[] = {
      .dequantize = {dequantize_as<block_q4_0, dequantize_row_q4_0>},
      .vec_dot = {scalar::vec_dot_q4_0_q8_0, avx2::vec_dot_q4_0_q8_0},
      .matmul_kernel = "matmul_q4_0",
-     .gemm = {.avx2 = avx2::gemm_lanes_q4_0_q8_0},
+     .gemm = {.avx2 = avx2::gemm_lanes_q4_0_q8_0, .avx512 = avx512::gemm_lanes_q4_0_q8_0},
      .gemm_group_sums = true},
     {.type = DType::Q4_1,
      .vec_dot_type = DType::Q8_1,

@@ -185,10 +185,10 @@ TEST(MatmulQuant, InferShapesAndScratch) {
         EXPECT_EQ(y.dtype, DType::F32);
         EXPECT_EQ(y.shape, (std::vector<int64_t>{5, 11008}));
         const DType act = quant_traits(wtype)->vec_dot_type;
-        // xq, then for a gemm that takes off zero points or mins (Q4_0, Q4_K) the int16 sum of each 32
+        // xq, then for a gemm that takes off zero points or mins (Q8_0, Q4_0, Q4_K) the int16 sum of each 32
         // activations, 64-byte aligned after xq.
         const int64_t xq = 5 * (4096 / block_of(act)) * act_block_bytes.at(act);
-        const bool sums = wtype == DType::Q4_0 || wtype == DType::Q4_K;
+        const bool sums = wtype == DType::Q8_0 || wtype == DType::Q4_0 || wtype == DType::Q4_K;
         EXPECT_EQ(quant_traits(wtype)->gemm_group_sums, sums) << dtype_name(wtype);
         EXPECT_EQ(matmul_quant_scratch_bytes(node), sums ? (xq + 63) / 64 * 64 + 5 * (4096 / 32) * 2 : xq)
             << dtype_name(wtype);
