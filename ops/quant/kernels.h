@@ -96,6 +96,8 @@ float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
 // Q4_K (ops/quant/avx2/k_gemm.cpp): vec_dot_q4_k_q8_k's bits for every output, one row x 8 tokens a tile.
 void gemm_q4_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+// Q6_K (the same file): vec_dot_q6_k_q8_k's bits, one row x 8 tokens a tile, from Q8_K's own bsums.
+void gemm_q6_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* x);
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);  // F16C; bit-exact with scalar::
