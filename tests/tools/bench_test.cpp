@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
@@ -143,6 +144,24 @@ TEST(BenchRun, DepthIsInTheCacheAndEveryRepetitionIsTimed) {
     ASSERT_EQ(profiler.groups().size(), 1u);
     EXPECT_EQ(profiler.groups()[0].section, "tg4 @ d6 t1");
     EXPECT_EQ(profiler.groups()[0].runs, 12);
+}
+
+// A prompt test computes the logits of its last token only, as llama-bench's does: the output matrix
+// is one row's work (2 n_embd n_vocab flops a run), not n_prompt rows'.
+TEST(BenchRun, APromptComputesTheLastTokensLogitsOnly) {
+    auto model = graph::Model::load(tiny_model());
+    graph::BenchTest t{tiny_model(), 8, 0, 0, 1, 512};
+    graph::Profiler profiler(true);
+    graph::run_bench_test(model, t, 2, false, &profiler);
+    ASSERT_EQ(profiler.groups().size(), 1u);
+    const graph::Profiler::Group& g = profiler.groups()[0];
+    const auto at = std::find(g.nodes.begin(), g.nodes.end(), "logits");
+    ASSERT_NE(at, g.nodes.end());
+    const GgufTensor* out = model->file().find_tensor("output.weight");
+    if (!out) out = model->file().find_tensor("token_embd.weight");
+    ASSERT_NE(out, nullptr);
+    const double one_row = 2.0 * double(out->ne[0]) * double(out->ne[1]);
+    EXPECT_EQ(g.totals[size_t(at - g.nodes.begin())].flops, 2 * one_row);  // 2 runs
 }
 
 // ---- the command line, end to end ----

@@ -167,6 +167,11 @@ class TokenSource {
     std::mt19937 rng_{1234};
 };
 
+// A prompt is evaluated for the logits of its last token only, as llama-bench's is (llama_batch_get_one
+// leaves the batch's output flags unset, and llama.cpp then outputs the last token alone): the output
+// matrix is then one row's work, not n_prompt rows'.
+constexpr Session::Logits kLast = Session::Logits::Last;
+
 void generate_tokens(Session& session, TokenSource& tokens, int64_t n) {
     int32_t token = tokens.first_generated();
     for (int64_t i = 0; i < n; ++i) {
@@ -192,12 +197,12 @@ BenchResult run_bench_test(const std::shared_ptr<const Model>& model, const Benc
     result.test_time = utc_now();
 
     if (warmup) {
-        if (test.n_prompt > 0) session.eval(tokens.prompt(test.n_prompt, true));
+        if (test.n_prompt > 0) session.eval(tokens.prompt(test.n_prompt, true), kLast);
         session.reset();
         if (test.n_gen > 0) generate_tokens(session, tokens, 1);
         session.reset();
     }
-    if (test.n_depth > 0) session.eval(tokens.prompt(test.n_depth, true));
+    if (test.n_depth > 0) session.eval(tokens.prompt(test.n_depth, true), kLast);
     const std::vector<int32_t> prompt = tokens.prompt(test.n_prompt, test.n_depth == 0);
 
     if (profiler) profiler->set_section(test.name() + " t" + std::to_string(test.n_threads));
@@ -205,7 +210,7 @@ BenchResult run_bench_test(const std::shared_ptr<const Model>& model, const Benc
         session.truncate(std::min(test.n_depth, session.n_past()));
         session.set_timeline(profiler);
         const auto start = std::chrono::steady_clock::now();
-        if (test.n_prompt > 0) session.eval(prompt);
+        if (test.n_prompt > 0) session.eval(prompt, kLast);
         if (test.n_gen > 0) generate_tokens(session, tokens, test.n_gen);
         const auto stop = std::chrono::steady_clock::now();
         session.set_timeline(nullptr);  // (the session, and with it the pointer, dies with this function)
