@@ -241,16 +241,7 @@ std::vector<TypeShape> dot_cases() {
             {DType::Q4_K, k256}, {DType::Q5_K, k256}, {DType::Q6_K, k256}, {DType::IQ4_XS, k256}};
 }
 
-// The super-block types fold exact integers in one order on every path: equal bits. The 32-weight
-// types add their block products in another order: rounding-level differences only.
-bool exact_across_paths(DType type) {
-    return dtype_traits(type).block_size == 256;
-}
-bool has_min(DType type) {
-    return quant_traits(type)->vec_dot_type == DType::Q8_1;
-}
-
-TEST(QuantSimdTypes, VecDotPathsMatchScalar) {
+TEST(QuantSimdTypes, VecDotPathsGiveTheScalarBits) {
     if (!cpu_features().avx2) GTEST_SKIP() << "CPU has no AVX2/FMA/F16C";
     const int64_t rows = 7;
     for (const TypeShape& c : dot_cases()) {
@@ -269,13 +260,9 @@ TEST(QuantSimdTypes, VecDotPathsMatchScalar) {
                     want[size_t(r)] = scalar_tr.vec_dot(k, row, xq.data());
                     got[size_t(r)] = avx2_tr.vec_dot(k, row, xq.data());
                 }
-                if (exact_across_paths(c.type))
-                    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
-                        << dtype_name(c.type) << " K=" << k;
-                else  // Q4_1 / Q5_1: sum d q x and sum m s nearly cancel for centred weights, which
-                      // lifts the rounding of the other order about tenfold
-                    EXPECT_LT(nmse(got, want), has_min(c.type) ? 1e-11 : 1e-12)
-                        << dtype_name(c.type) << " K=" << k;
+                // Every path folds exact integer block dots in the scalar order: equal bits.
+                EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+                    << dtype_name(c.type) << " K=" << k;
             }
     }
 }
@@ -287,7 +274,7 @@ TEST(QuantSimdTypes, VecDotExtremesMatchScalarExactly) {
     if (!cpu_features().avx2) GTEST_SKIP() << "CPU has no AVX2/FMA/F16C";
     const int64_t k = 512;
     for (const TypeShape& c : dot_cases()) {
-        const int64_t kk = exact_across_paths(c.type) ? k : 96;
+        const int64_t kk = k;
         std::vector<uint8_t> w(size_t(row_bytes(c.type, kk)), 0xff);  // every quant at its top value
         const int64_t bb = dtype_traits(c.type).block_bytes;
         for (int64_t b = 0; b < kk / dtype_traits(c.type).block_size; ++b) {

@@ -4,8 +4,8 @@
 //
 // Built without -march flags: each kernel carries __attribute__((target)), and the exported
 // functions are plain wrappers, so nothing here runs unless cpu_features().avx2 said it may.
-// The dot products keep the scalar path's arithmetic per block (exact integer block dot, then
-// * d_w * d_x in float); only the order of the final float additions differs.
+// The dot products give the scalar path's bits: an exact integer block dot, then the scalar path's
+// float operations in its order (dot_rows).
 #include <cmath>
 #include <cstring>
 
@@ -17,15 +17,8 @@ namespace graphrun::ops {
 
 namespace {
 
-using avx2_util::hsum;
 using avx2_util::load32;
 using avx2_util::nibbles32;
-
-// d_w * d_x in all 8 lanes. Both scales are broadcast straight from the fp16 table in memory (pure
-// loads), which leaves the shuffle port to the dot products; the product is the scalar path's.
-GR_AVX2 inline __m256 block_scale(const float* f16, uint16_t dw, uint16_t dx) {
-    return _mm256_mul_ps(_mm256_broadcast_ss(f16 + dw), _mm256_broadcast_ss(f16 + dx));
-}
 
 // The fifth bits of a Q5 block as bytes of 16 (or 0) in weight order: byte j takes bit j of qh.
 // Each byte picks the qh byte holding its bit (bytes 0..7 from qh[0], ...) and tests its own bit.
@@ -39,102 +32,91 @@ GR_AVX2 inline __m256i fifth_bits(const uint8_t* qh) {
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(16));
 }
 
+// Each block's integer dot comes as 8 int32 partial sums (their total is the scalar path's `dot`).
 // Q5_0 weights are q - 16 with q = nibble | fifth bit (0..31): w · x = q · x - 16 · x, as for Q4_0.
 // int16 pair sums: 2 * 31 * 127 + 2 * 16 * 127 < 32767.
-GR_AVX2 inline __m256 block_q5_0_dot(const block_q5_0& w, const block_q8_0& x, const float* f16, __m256 acc) {
+GR_AVX2 inline __m256i partials_q5_0(const block_q5_0& w, const block_q8_0& x) {
     const __m256i q = _mm256_or_si256(nibbles32(w.qs), fifth_bits(w.qh));
     const __m256i xq = load32(x.qs);
     const __m256i pairs =
         _mm256_sub_epi16(_mm256_maddubs_epi16(q, xq), _mm256_maddubs_epi16(_mm256_set1_epi8(16), xq));
-    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
 // IQ4_NL: the nibbles index kIq4nlValues (one vpshufb of a table in both halves); signed values times
 // signed activations as |v| · (x with v's sign). Pair sums: 2 * 127 * 127 < 32767.
-GR_AVX2 inline __m256 block_iq4_nl_dot(const block_iq4_nl& w, const block_q8_0& x, const float* f16,
-                                       __m256 acc) {
+GR_AVX2 inline __m256i partials_iq4_nl(const block_iq4_nl& w, const block_q8_0& x) {
     const __m256i table =
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
     const __m256i v = _mm256_shuffle_epi8(table, nibbles32(w.qs));
     const __m256i xq = load32(x.qs);
-    const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xq, v));
-    const __m256i sums = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
-}
-
-// Four accumulators: an FMA waits 4 cycles on its accumulator; four chains keep the units busy.
-template <typename WBlock, __m256 (*Block)(const WBlock&, const block_q8_0&, const float*, __m256)>
-GR_AVX2 inline float dot_rows(int64_t n, const WBlock* w, const block_q8_0* x) {
-    const float* f16 = fp16_to_f32_table();
-    const int64_t nb = n / kQK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    int64_t b = 0;
-    for (; b + 3 < nb; b += 4) {
-        // The matmul reads weight rows in order: ask for the next row's bytes at this offset
-        // (avx2_util::prefetch_lines); the hardware prefetcher alone leaves the loop waiting.
-        _mm_prefetch(reinterpret_cast<const char*>(w + nb + b), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(w + nb + b + 2), _MM_HINT_T0);
-        acc0 = Block(w[b], x[b], f16, acc0);
-        acc1 = Block(w[b + 1], x[b + 1], f16, acc1);
-        acc2 = Block(w[b + 2], x[b + 2], f16, acc2);
-        acc3 = Block(w[b + 3], x[b + 3], f16, acc3);
-    }
-    for (; b < nb; ++b) acc0 = Block(w[b], x[b], f16, acc0);
-    return hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xq, v)),
+                             _mm256_set1_epi16(1));
 }
 
 // Q4_1 / Q5_1 against Q8_1: w = d q + m, so w · x = d_w d_x (q · x) + m s_x. The quants are
-// unsigned (0..15 or 0..31), one maddubs; the min terms are summed in a float of their own, block by
-// block, as the scalar path does.
-GR_AVX2 inline __m256i quants_q4_1(const block_q4_1& w) {
-    return nibbles32(w.qs);
+// unsigned (0..15 or 0..31), one maddubs.
+GR_AVX2 inline __m256i partials_q4_1(const block_q4_1& w, const block_q8_1& x) {
+    return avx2_util::dot_u8_i8(nibbles32(w.qs), load32(x.qs));
 }
-GR_AVX2 inline __m256i quants_q5_1(const block_q5_1& w) {
-    return _mm256_or_si256(nibbles32(w.qs), fifth_bits(w.qh));
-}
-
-template <typename WBlock, __m256i (*Quants)(const WBlock&)>
-GR_AVX2 inline __m256 block_with_min(const WBlock& w, const block_q8_1& x, const float* f16, __m256 acc,
-                                     float& mins) {
-    mins += f16[w.m] * f16[x.s];
-    const __m256i sums = avx2_util::dot_u8_i8(Quants(w), load32(x.qs));
-    return _mm256_fmadd_ps(block_scale(f16, w.d, x.d), _mm256_cvtepi32_ps(sums), acc);
+GR_AVX2 inline __m256i partials_q5_1(const block_q5_1& w, const block_q8_1& x) {
+    return avx2_util::dot_u8_i8(_mm256_or_si256(nibbles32(w.qs), fifth_bits(w.qh)), load32(x.qs));
 }
 
-template <typename WBlock, __m256i (*Quants)(const WBlock&)>
-GR_AVX2 inline float dot_rows_with_min(int64_t n, const WBlock* w, const block_q8_1* x) {
+// A row's dot folded in the scalar path's order with its operations, block after block:
+//   sum = sum + (float(dot_b) * (d_w,b * d_x,b) [+ m_w,b * s_x,b])
+// (this file is built with -ffp-contract=off), so the result is the scalar vec_dot's bits. Eight
+// blocks go at a time: their integer dots are reduced together (one tree of horizontal adds), their
+// terms computed in one vector, and only the 8 additions into `sum` are serial.
+template <typename WBlock, typename XBlock, __m256i (*Partials)(const WBlock&, const XBlock&), bool kMin>
+GR_AVX2 inline float dot_rows(int64_t n, const WBlock* w, const XBlock* x) {
     const float* f16 = fp16_to_f32_table();
     const int64_t nb = n / kQK;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    float mins = 0.0f;
+    float sum = 0.0f;
     int64_t b = 0;
-    for (; b + 3 < nb; b += 4) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + nb + b), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(w + nb + b + 2), _MM_HINT_T0);
-        acc0 = block_with_min<WBlock, Quants>(w[b], x[b], f16, acc0, mins);
-        acc1 = block_with_min<WBlock, Quants>(w[b + 1], x[b + 1], f16, acc1, mins);
-        acc2 = block_with_min<WBlock, Quants>(w[b + 2], x[b + 2], f16, acc2, mins);
-        acc3 = block_with_min<WBlock, Quants>(w[b + 3], x[b + 3], f16, acc3, mins);
+    for (; b + 8 <= nb; b += 8) {
+        // The matmul reads weight rows in order: ask for the next row's bytes at this offset
+        // (avx2_util::prefetch_lines); the hardware prefetcher alone leaves the loop waiting.
+        avx2_util::prefetch_lines(w + nb + b, 8 * int(sizeof(WBlock)));
+        __m256i parts[8];
+        alignas(32) float dw[8], dx[8], mw[8], sx[8], terms[8];
+        for (int i = 0; i < 8; ++i) {
+            parts[i] = Partials(w[b + i], x[b + i]);
+            dw[i] = f16[w[b + i].d];
+            dx[i] = f16[x[b + i].d];
+            if constexpr (kMin) {
+                mw[i] = f16[w[b + i].m];
+                sx[i] = f16[x[b + i].s];
+            }
+        }
+        __m256 term = _mm256_mul_ps(_mm256_cvtepi32_ps(avx2_util::lane_sums8(parts)),
+                                    _mm256_mul_ps(_mm256_load_ps(dw), _mm256_load_ps(dx)));
+        if constexpr (kMin) term = _mm256_add_ps(term, _mm256_mul_ps(_mm256_load_ps(mw), _mm256_load_ps(sx)));
+        _mm256_store_ps(terms, term);
+        for (float t : terms) sum = sum + t;
     }
-    for (; b < nb; ++b) acc0 = block_with_min<WBlock, Quants>(w[b], x[b], f16, acc0, mins);
-    return hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3))) + mins;
+    for (; b < nb; ++b) {
+        float term = float(avx2_util::hsum_i32(Partials(w[b], x[b]))) * (f16[w[b].d] * f16[x[b].d]);
+        if constexpr (kMin) term = term + f16[w[b].m] * f16[x[b].s];
+        sum = sum + term;
+    }
+    return sum;
 }
 
 GR_AVX2 float dot_q5_0_q8(int64_t n, const block_q5_0* w, const block_q8_0* x) {
-    return dot_rows<block_q5_0, block_q5_0_dot>(n, w, x);
+    return dot_rows<block_q5_0, block_q8_0, partials_q5_0, false>(n, w, x);
 }
 
 GR_AVX2 float dot_iq4_nl_q8(int64_t n, const block_iq4_nl* w, const block_q8_0* x) {
-    return dot_rows<block_iq4_nl, block_iq4_nl_dot>(n, w, x);
+    return dot_rows<block_iq4_nl, block_q8_0, partials_iq4_nl, false>(n, w, x);
 }
 
 GR_AVX2 float dot_q4_1_q8_1(int64_t n, const block_q4_1* w, const block_q8_1* x) {
-    return dot_rows_with_min<block_q4_1, quants_q4_1>(n, w, x);
+    return dot_rows<block_q4_1, block_q8_1, partials_q4_1, true>(n, w, x);
 }
 
 GR_AVX2 float dot_q5_1_q8_1(int64_t n, const block_q5_1* w, const block_q8_1* x) {
-    return dot_rows_with_min<block_q5_1, quants_q5_1>(n, w, x);
+    return dot_rows<block_q5_1, block_q8_1, partials_q5_1, true>(n, w, x);
 }
 
 GR_AVX2 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {

@@ -33,26 +33,11 @@ namespace graphrun::ops {
 namespace {
 
 using avx2_util::broadcast_scale;
+using avx2_util::lane_sums8;
 using avx2_util::load32;
 
 constexpr int kTokens = 8;         // tokens per tile: one int32 / float lane each
 constexpr int64_t kRowBlock = 16;  // rows that pass over one token group before the next group
-
-// v[0..7] (8 int32 each) -> lane i = sum of v[i]'s lanes.
-GR_AVX2 inline __m256i lane_sums8(const __m256i v[kTokens]) {
-    const __m256i s0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    const __m256i s4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    // s0123 = [v0..v3: lanes 0-3 sums | v0..v3: lanes 4-7 sums], s4567 likewise.
-    return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20),
-                            _mm256_permute2x128_si256(s0123, s4567, 0x31));
-}
-
-// m[0..7] (4 int32 each) -> lane i = sum of m[i]'s lanes.
-GR_AVX2 inline __m256i lane_sums8(const __m128i m[kTokens]) {
-    const __m128i s0123 = _mm_hadd_epi32(_mm_hadd_epi32(m[0], m[1]), _mm_hadd_epi32(m[2], m[3]));
-    const __m128i s4567 = _mm_hadd_epi32(_mm_hadd_epi32(m[4], m[5]), _mm_hadd_epi32(m[6], m[7]));
-    return _mm256_set_m128i(s4567, s0123);
-}
 
 // y[t0 + t, row] for t < T: weight row `w` against tokens t0 .. t0 + T - 1.
 template <int T>

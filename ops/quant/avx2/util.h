@@ -26,6 +26,22 @@ GR_AVX2 inline int32_t hsum_i32(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
+// v[0..7] (8 int32 each) -> lane i = sum of v[i]'s lanes (exact): 8 horizontal sums in one tree.
+GR_AVX2 inline __m256i lane_sums8(const __m256i v[8]) {
+    const __m256i s0123 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i s4567 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    // s0123 = [v0..v3: lanes 0-3 sums | v0..v3: lanes 4-7 sums], s4567 likewise.
+    return _mm256_add_epi32(_mm256_permute2x128_si256(s0123, s4567, 0x20),
+                            _mm256_permute2x128_si256(s0123, s4567, 0x31));
+}
+
+// m[0..7] (4 int32 each) -> lane i = sum of m[i]'s lanes.
+GR_AVX2 inline __m256i lane_sums8(const __m128i m[8]) {
+    const __m128i s0123 = _mm_hadd_epi32(_mm_hadd_epi32(m[0], m[1]), _mm_hadd_epi32(m[2], m[3]));
+    const __m128i s4567 = _mm_hadd_epi32(_mm_hadd_epi32(m[4], m[5]), _mm_hadd_epi32(m[6], m[7]));
+    return _mm256_set_m128i(s4567, s0123);
+}
+
 GR_AVX2 inline __m256i load32(const void* p) {
     return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
