@@ -9,12 +9,15 @@
 //   graphrun -m MODEL.gguf --dump-plan[=json] [--batch N]     the execution plan
 //   graphrun -m MODEL.gguf -p TEXT --spec lookup              speculative decoding, the same tokens
 //                                                             (engine/generate.h), fewer passes
+//   graphrun -m MODEL.gguf -p TEXT --spec draft --model-draft S.gguf  the same, guessed by a smaller model
+//                                                             of the same vocabulary
 // stdout carries only the text (or the ids); logs and timings go to stderr, so output can be piped.
 #include <tbb/info.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/draft_model.h"
 #include "engine/generate.h"
 #include "engine/prompt_lookup.h"
 #include "graph/limits.h"
@@ -31,6 +35,7 @@
 #include "runtime/text/chat_template.h"
 #include "runtime/text/json_schema.h"
 #include "runtime/text/tokenizer.h"
+#include "runtime/text/vocab_match.h"
 #include "tools/commands.h"
 #include "tools/conversation.h"
 #include "tools/option_checks.h"
@@ -56,7 +61,8 @@ struct GenerateOptions {
     bool temperature_given = false;
     bool profile = false;
     std::string trace_path;
-    std::string spec = "off";  // the proposer: off or lookup
+    std::string spec = "off";      // the proposer: off, lookup or draft
+    std::string draft_model_path;  // --model-draft, for --spec draft
     graph::PromptLookupOptions lookup;
     std::string grammar_file, json_schema_file;  // constrained decoding (docs/grammars.md)
 };
@@ -75,13 +81,6 @@ std::shared_ptr<const Grammar> read_grammar_option(const GenerateOptions& opt) {
     } catch (const std::invalid_argument& e) {  // GrammarError, JsonSchemaError
         throw std::runtime_error((opt.grammar_file.empty() ? "--json-schema " : "--grammar ") + path + ": " + e.what());
     }
-}
-
-// The proposer --spec names, or none.
-std::unique_ptr<graph::DraftProposer> make_proposer(const GenerateOptions& opt) {
-    if (opt.spec == "off") return nullptr;
-    if (opt.spec == "lookup") return std::make_unique<graph::PromptLookup>(opt.lookup);
-    throw std::logic_error("--spec " + opt.spec + " passed the option check");
 }
 
 std::vector<int32_t> parse_token_list(const std::string& text) {
@@ -141,13 +140,44 @@ void check_context_fits(const graph::Model& model, int64_t n_ctx) {
     }
 }
 
+// The draft model of --spec draft, checked at load: its vocabulary must be the target's (its ids are
+// fed to the target as they are) and its logits as wide. Its KV cache is as long as the target's.
+std::unique_ptr<graph::DraftProposer> make_draft_model(const GenerateOptions& opt,
+                                                       const graph::Session& target) {
+    auto draft = graph::Model::load(opt.draft_model_path);
+    try {
+        require_same_vocabulary(target.model().file(), draft->file());
+    } catch (const std::runtime_error& e) {  // VocabMismatch, TokenizerError
+        throw std::runtime_error(std::string("--model-draft ") + e.what());
+    }
+    if (opt.check_weights) check_weights_are_finite(*draft);
+    check_context_fits(*draft, target.n_ctx());
+    auto proposer = std::make_unique<graph::DraftModel>(
+        draft, graph::DraftModelOptions{.draft_min = opt.lookup.draft_min, .draft_max = opt.lookup.draft_max},
+        graph::SessionOptions{.n_ctx = target.n_ctx(), .n_threads = target.n_threads()});
+    if (proposer->n_vocab() != target.n_vocab())
+        throw std::runtime_error("--model-draft " + opt.draft_model_path + ": its logits are " +
+                                 std::to_string(proposer->n_vocab()) + " wide, those of " + opt.model_path +
+                                 " " + std::to_string(target.n_vocab()));
+    return proposer;
+}
+
+// The proposer --spec names, or none.
+std::unique_ptr<graph::DraftProposer> make_proposer(const GenerateOptions& opt,
+                                                    const graph::Session& target) {
+    if (opt.spec == "off") return nullptr;
+    if (opt.spec == "lookup") return std::make_unique<graph::PromptLookup>(opt.lookup);
+    if (opt.spec == "draft") return make_draft_model(opt, target);
+    throw std::logic_error("--spec " + opt.spec + " passed the option check");
+}
+
 void note_context_full(const graph::Session& session) {
     std::fprintf(stderr, "\ngraphrun: stopped at the end of the context (%lld positions); raise -c for more\n",
                  (long long)session.n_ctx());
 }
 
 void report(const graph::Session& session, const graph::GenerationStats& s, int64_t weight_bytes,
-            const graph::DraftProposer* proposer) {
+            const graph::DraftProposer* proposer, const std::string& spec) {
     std::fprintf(stderr, "\ngraphrun: prompt %lld tokens in %.1f ms (%.1f tok/s)\n", (long long)s.prompt_tokens,
                  s.prompt_seconds * 1e3, double(s.prompt_tokens) / s.prompt_seconds);
     if (s.decode_steps > 0) {
@@ -162,9 +192,9 @@ void report(const graph::Session& session, const graph::GenerationStats& s, int6
         const double rate = s.draft_proposed > 0 ? double(s.draft_accepted) / double(s.draft_proposed) : 0.0;
         const double per_pass = s.decode_passes > 0 ? double(s.decode_steps) / double(s.decode_passes) : 0.0;
         std::fprintf(stderr,
-                     "graphrun: speculative (lookup): %lld tokens proposed, %lld accepted (%.1f%%), "
+                     "graphrun: speculative (%s): %lld tokens proposed, %lld accepted (%.1f%%), "
                      "%lld passes for %lld tokens: %.2f tokens per pass\n",
-                     (long long)s.draft_proposed, (long long)s.draft_accepted, 100.0 * rate,
+                     spec.c_str(), (long long)s.draft_proposed, (long long)s.draft_accepted, 100.0 * rate,
                      (long long)s.decode_passes, (long long)s.decode_steps, per_pass);
     }
 }
@@ -184,7 +214,7 @@ void run_token_mode(graph::Session& session, const GenerateOptions& opt, const s
     }, profiler, proposer);
     std::printf("\n");
     if (stats.context_full && stats.generated_tokens < opt.n_predict) note_context_full(session);
-    report(session, stats, session.plan(1).weight_bytes, proposer);
+    report(session, stats, session.plan(1).weight_bytes, proposer, opt.spec);
 }
 
 // Interactive turns share one KV cache. `kept` is every token of the sequence so far: those in
@@ -293,7 +323,7 @@ void stream_reply(graph::Session& session, Sampler& sampler, const Tokenizer& to
     } else if (stats.context_full && stats.generated_tokens != opt.n_predict) {
         note_context_full(session);
     }
-    report(session, stats, session.plan(1).weight_bytes, proposer);
+    report(session, stats, session.plan(1).weight_bytes, proposer, opt.spec);
 }
 
 // Text in, streamed text out until an end-of-generation token or n_predict tokens; with -i, a turn
@@ -347,10 +377,10 @@ void run_generate(GenerateOptions opt) {
     if (opt.check_weights) check_weights_are_finite(*model);
     if (opt.ctx > 0) check_context_fits(*model, opt.ctx);
     graph::Session session(model, {.n_ctx = opt.ctx, .n_threads = opt.threads});
+    const std::unique_ptr<graph::DraftProposer> proposer = make_proposer(opt, session);
     const double load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
     const std::vector<int32_t> prompt_ids = parse_token_list(opt.tokens);
-    const std::unique_ptr<graph::DraftProposer> proposer = make_proposer(opt);
     if (grammar) {
         auto constraint = std::make_shared<GrammarConstraint>();
         constraint->grammar = grammar;
@@ -368,6 +398,7 @@ void run_generate(GenerateOptions opt) {
     }
     std::fprintf(stderr, "graphrun: %s: load %.1f ms, %d threads, context %lld\n", opt.model_path.c_str(), load_ms,
                  session.n_threads(), (long long)session.n_ctx());
+    if (opt.spec == "draft") std::fprintf(stderr, "graphrun: draft model %s\n", opt.draft_model_path.c_str());
     if (opt.conversation) {
         if (!prompt_ids.empty()) throw std::runtime_error("--conversation takes text, not --tokens");
         if (opt.interactive) throw std::runtime_error("give either --conversation or -i, not both");
@@ -445,16 +476,18 @@ void register_generate(CLI::App& app) {
     app.add_option("--batch", opt->batch, "batch size of the plan --dump-plan prints")
         ->check(whole_number_in(1, graph::kMaxBatch, "the batch ceiling"));
     app.add_option("--spec", opt->spec,
-                   "speculative decoding, the same tokens as without: off, or lookup (guesses from n-grams "
-                   "of the prompt and output)")
+                   "speculative decoding, the same tokens as without: off, lookup (guesses from n-grams "
+                   "of the prompt and output) or draft (guesses of the smaller model --model-draft)")
         ->check(CLI::Validator(
             [](std::string& name) -> std::string {
-                if (name == "off" || name == "lookup") return "";
-                return "'" + name + "' is not a proposer: give off or lookup" +
-                       (name == "draft" ? " (a draft model is not supported yet)" : "");
+                if (name == "off" || name == "lookup" || name == "draft") return "";
+                return "'" + name + "' is not a proposer: give off, lookup or draft";
             },
-            "off|lookup"))
+            "off|lookup|draft"))
         ->capture_default_str();
+    app.add_option("--model-draft", opt->draft_model_path,
+                   "--spec draft: the draft model (GGUF), smaller, with the vocabulary of -m (also -md, as "
+                   "in llama.cpp)");
     app.add_option("--draft-max", opt->lookup.draft_max, "--spec: tokens proposed per pass at most")
         ->check(whole_number_in(1, graph::kMaxDraftTokens))
         ->capture_default_str();
@@ -476,11 +509,28 @@ void register_generate(CLI::App& app) {
         GenerateOptions o = *opt;
         if (app.count("--dump-plan") && o.dump_plan.empty()) o.dump_plan = "text";
         o.temperature_given = app.count("--temp") > 0;
-        for (const char* name : {"--draft-max", "--draft-min", "--lookup-ngram"})
+        for (const char* name : {"--draft-max", "--draft-min"})
             if (app.count(name) > 0 && o.spec == "off")
-                throw std::runtime_error(std::string(name) + " tunes speculative decoding: give --spec lookup too");
+                throw std::runtime_error(
+                    std::string(name) +
+                    " tunes speculative decoding: give --spec lookup or --spec draft too");
+        if (app.count("--lookup-ngram") > 0 && o.spec != "lookup")
+            throw std::runtime_error(o.spec == "draft"
+                                         ? "--lookup-ngram tunes --spec lookup, not --spec draft"
+                                         : "--lookup-ngram tunes --spec lookup: give --spec lookup too");
+        if (o.spec == "draft" && o.draft_model_path.empty())
+            throw std::runtime_error("--spec draft needs the draft model: give --model-draft FILE");
+        if (o.spec != "draft" && !o.draft_model_path.empty())
+            throw std::runtime_error(
+                "--model-draft is the draft model of --spec draft: give --spec draft too");
         run_generate(std::move(o));
     });
+}
+
+void spell_out_long_aliases(int argc, char** argv) {
+    static char model_draft[] = "--model-draft";
+    for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i)
+        if (std::strcmp(argv[i], "-md") == 0) argv[i] = model_draft;
 }
 
 }  // namespace graphrun::tools

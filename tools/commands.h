@@ -21,4 +21,9 @@ void register_batched(CLI::App& app);        // many sequences from one prompt o
 void register_batch_bench(CLI::App& app);    // static versus continuous batching, measured
 void register_batched_bench(CLI::App& app);  // prompt and generation speed over N parallel sequences
 
+// llama.cpp's short options of more than one letter, which CLI11 cannot name (a single dash takes one
+// letter, and "-md" would read as -m d), rewritten in argv to their long names before parsing:
+// -md is --model-draft. Arguments after "--" are left as they are.
+void spell_out_long_aliases(int argc, char** argv);
+
 }  // namespace graphrun::tools

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     graphrun::tools::register_batched(app);
     graphrun::tools::register_batch_bench(app);
     graphrun::tools::register_batched_bench(app);
+    graphrun::tools::spell_out_long_aliases(argc, argv);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,5 +1,5 @@
-// tests/cli/spec_cli_test.cpp — `graphrun --spec lookup`: the same stdout as without, greedy and seeded, the
-// counts on stderr, and the options refused where they make no sense.
+// tests/cli/spec_cli_test.cpp — `graphrun --spec lookup` and `--spec draft --model-draft`: the same stdout as
+// without, greedy and seeded, the counts on stderr, and the options refused where they make no sense.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -20,13 +20,13 @@ const std::string kRepeated =
     "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n"
     "And God said, Let there be light: and there was light. And God saw";
 
-// The counts of the stderr line "speculative (lookup): P tokens proposed, A accepted ..."; -1 without it.
+// The counts of the stderr line "speculative (<proposer>): P tokens proposed, A accepted ..."; -1 without it.
 struct Counts {
     long long proposed = -1, accepted = -1;
 };
-Counts counts_of(const std::string& err) {
+Counts counts_of(const std::string& err, const std::string& proposer = "lookup") {
     std::smatch m;
-    const std::regex line(R"(speculative \(lookup\): (\d+) tokens proposed, (\d+) accepted)");
+    const std::regex line(R"(speculative \()" + proposer + R"(\): (\d+) tokens proposed, (\d+) accepted)");
     if (!std::regex_search(err, m, line)) return {};
     return {std::stoll(m[1]), std::stoll(m[2])};
 }
@@ -70,16 +70,98 @@ TEST(SpecCli, TokenModeOnARandomModel) {
     EXPECT_GT(counts_of(spec.err).proposed, 0) << spec.err;
 }
 
-TEST(SpecCli, BadValuesAreRefusedByName) {
+// The shipped model as its own draft: every greedy guess is the target's choice, so greedy decoding
+// accepts all; sampled decoding accepts fewer, and both print what plain decoding prints.
+TEST(SpecCli, SelfDraftPrintsWhatPlainDecodingPrints) {
+    for (const std::vector<std::string>& sampling :
+         {std::vector<std::string>{"--temp", "0"},
+          std::vector<std::string>{"--temp", "0.8", "--seed", "42"}}) {
+        const std::vector<std::string> base =
+            with({"-m", kShipped, "-p", "And God said, Let there be light", "-n", "48", "-t", "2"}, sampling);
+        const auto plain = test::run_graphrun(base);
+        ASSERT_EQ(plain.exit_code, 0) << plain.err;
+        for (const char* option : {"--model-draft", "-md"}) {
+            const auto spec = test::run_graphrun(with(base, {"--spec", "draft", option, kShipped}));
+            ASSERT_EQ(spec.exit_code, 0) << spec.err;
+            EXPECT_EQ(spec.out, plain.out) << option;
+            EXPECT_THAT(spec.err, HasSubstr("draft model " + kShipped));
+            const Counts counts = counts_of(spec.err, "draft");
+            EXPECT_GT(counts.proposed, 0) << spec.err;
+            EXPECT_GT(counts.accepted, 0) << spec.err;
+            if (sampling[1] == "0") {
+                EXPECT_EQ(counts.accepted, counts.proposed)
+                    << "greedy guesses of the target itself: " << spec.err;
+            }
+        }
+    }
+}
+
+// A random target and a random draft of another seed and shape: the same vocabulary (random models of one
+// size share theirs), unrelated guesses. The ids are plain decoding's all the same.
+TEST(SpecCli, UnrelatedDraftPrintsWhatPlainDecodingPrints) {
+    const std::string target =
+        testing::random_model_file(testing::spec_of(64, 2, 4, 2, 96, 320, 7), "spec_cli_random");
+    const std::string draft =
+        testing::random_model_file(testing::spec_of(32, 1, 2, 1, 48, 320, 99), "spec_cli_random_draft");
+    for (const std::vector<std::string>& sampling :
+         {std::vector<std::string>{}, std::vector<std::string>{"--temp", "0.8", "--seed", "3"}}) {
+        const std::vector<std::string> base =
+            with({"-m", target, "--tokens", "1,7,8,9,7,8,9,7,8", "-n", "40"}, sampling);
+        const auto plain = test::run_graphrun(base);
+        ASSERT_EQ(plain.exit_code, 0) << plain.err;
+        const auto spec = test::run_graphrun(with(base, {"--spec", "draft", "--model-draft", draft}));
+        ASSERT_EQ(spec.exit_code, 0) << spec.err;
+        EXPECT_EQ(test::parse_ids(spec.out), test::parse_ids(plain.out));
+        EXPECT_EQ(test::parse_ids(spec.out).size(), 40u);
+        const Counts counts = counts_of(spec.err, "draft");
+        EXPECT_GT(counts.proposed, 0) << spec.err;
+        EXPECT_LT(counts.accepted * 4, counts.proposed)
+            << "an unrelated draft guesses right rarely: " << spec.err;
+    }
+}
+
+TEST(SpecCli, ADraftOfAnotherVocabularyIsRefusedNamingBothFiles) {
+    const std::string draft =
+        testing::random_model_file(testing::spec_of(32, 1, 2, 1, 48, 320, 99), "spec_cli_random_draft");
+    const auto r =
+        test::run_graphrun({"-m", kShipped, "-p", "In", "--spec", "draft", "--model-draft", draft});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("--model-draft " + draft + ": its vocabulary is not the one of " + kShipped +
+                                 ": 2048 tokens there and 320 here"));
+    EXPECT_EQ(r.out, "");
+}
+
+TEST(SpecCli, DraftOptionsAreRefusedWithoutTheirPartner) {
     auto r = test::run_graphrun({"-m", kShipped, "-p", "In", "--spec", "draft"});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_THAT(r.err, HasSubstr("'draft' is not a proposer: give off or lookup"));
-    r = test::run_graphrun({"-m", kShipped, "-p", "In", "--spec", "ngram"});
+    EXPECT_THAT(r.err, HasSubstr("--spec draft needs the draft model: give --model-draft FILE"));
+    r = test::run_graphrun({"-m", kShipped, "-p", "In", "--model-draft", kShipped});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_THAT(r.err, HasSubstr("'ngram' is not a proposer"));
+    EXPECT_THAT(r.err, HasSubstr("--model-draft is the draft model of --spec draft: give --spec draft too"));
+    r = test::run_graphrun({"-m", kShipped, "-p", "In", "--spec", "lookup", "-md", kShipped});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("--model-draft is the draft model of --spec draft"));
+    r = test::run_graphrun(
+        {"-m", kShipped, "-p", "In", "--spec", "draft", "--model-draft", kShipped, "--lookup-ngram", "4"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("--lookup-ngram tunes --spec lookup, not --spec draft"));
+    r = test::run_graphrun({"-m", kShipped, "-p", "In", "--lookup-ngram", "4"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("--lookup-ngram tunes --spec lookup: give --spec lookup too"));
+    r = test::run_graphrun(
+        {"-m", kShipped, "-p", "In", "--spec", "draft", "-md", kShipped, "--conversation"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("not --conversation"));
+}
+
+TEST(SpecCli, BadValuesAreRefusedByName) {
+    auto r = test::run_graphrun({"-m", kShipped, "-p", "In", "--spec", "ngram"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("'ngram' is not a proposer: give off, lookup or draft"));
     r = test::run_graphrun({"-m", kShipped, "-p", "In", "--draft-max", "4"});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_THAT(r.err, HasSubstr("--draft-max tunes speculative decoding: give --spec lookup too"));
+    EXPECT_THAT(r.err,
+                HasSubstr("--draft-max tunes speculative decoding: give --spec lookup or --spec draft too"));
     r = test::run_graphrun(
         {"-m", kShipped, "-p", "In", "--spec", "lookup", "--draft-min", "5", "--draft-max", "4"});
     EXPECT_EQ(r.exit_code, 1);
