@@ -103,6 +103,14 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
         std::snprintf(buf, sizeof buf, " %s=%g", name.c_str(), value);
         out += buf;
     }
+    // The outputs the graph declares and what this plan keeps of them.
+    out += "\noutputs: logits = " + graph.nodes[size_t(graph.outputs.at(0).index)].name;
+    if (graph.embedding_output >= 0) {
+        out += "; embedding = " + graph.nodes[size_t(graph.outputs[size_t(graph.embedding_output)].index)].name;
+        out += plan.embedding_tensor >= 0
+                   ? " (kept: " + plan.tensors[size_t(plan.embedding_tensor)].desc.str() + ")"
+                   : std::string(" (not kept by this plan; an embedding plan keeps it)");
+    }
     out += "\nkernels run at: " + std::string(ops::simd_level_name(plan.simd)) +
            " (this CPU: " + ops::simd_level_name(ops::cpu_simd_level()) +
            "; GRAPHRUN_SIMD=scalar|avx2 caps it)\n";

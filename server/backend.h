@@ -76,6 +76,14 @@ class Backend {
     virtual int64_t n_ctx() const = 0;     // positions per sequence
     virtual int64_t parallel() const = 0;  // sequences at once
     virtual int64_t max_queue() const = 0;
+    // /v1/embeddings: the pooled, L2-normalised final hidden state of `tokens` (engine/embedding.h),
+    // n_embd() floats. Throws JobRefused when this backend or model serves none, or for tokens it
+    // cannot take (too many for the context). Safe from any thread; one text at a time.
+    virtual std::vector<float> embed(std::span<const int32_t> tokens) {
+        (void)tokens;
+        throw JobRefused("this backend serves no embeddings");
+    }
+    virtual int64_t n_embd() const { return 0; }  // 0: no embeddings
 };
 
 }  // namespace graphrun::server
