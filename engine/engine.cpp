@@ -81,8 +81,8 @@ Engine::BoundPlan& Engine::bound(int64_t n_tokens, int64_t n_outputs, bool embed
         plans_.erase(oldest);
     }
     auto entry = std::make_unique<BoundPlan>();
-    entry->plan =
-        make_plan(model_->graph(), {n_tokens, n_outputs, pool_.n_blocks(), table_width_, embedding}, options_.simd);
+    entry->plan = make_plan(model_->graph(), {n_tokens, n_outputs, pool_.n_blocks(), table_width_, embedding},
+                            options_.simd);
     const ops::TensorDesc& logits = entry->plan.tensors[size_t(entry->plan.output_tensors[0])].desc;
     if (logits.shape[1] != n_vocab_)
         throw ops::PlanError("[plan] the logits of a batch of " + std::to_string(n_tokens) + " have " +
@@ -299,8 +299,9 @@ std::span<const float> Engine::decode(std::span<const BatchToken> batch) {
 
 std::span<const float> Engine::embed(std::span<const BatchToken> batch) {
     if (n_embd_ == 0)
-        throw ops::PlanError("[plan] " + model_->graph().source +
-                             " declares no embedding output (\"outputs\": {\"logits\": ..., \"embedding\": ...})");
+        throw ops::PlanError(
+            "[plan] " + model_->graph().source +
+            " declares no embedding output (\"outputs\": {\"logits\": ..., \"embedding\": ...})");
     const Pass pass = run_pass(batch, true);
     return read_rows(pass, pass.bound->plan.embedding_tensor, n_embd_);
 }

@@ -116,8 +116,11 @@ class Engine {
     const KvBlockPool& pool() const { return pool_; }
     int64_t kv_bytes() const { return kv_bytes_; }
     int64_t n_sequences() const { return n_sequences_; }
-    // The plan for batches of n_tokens tokens of which n_outputs get logits (made and cached on use).
-    const Plan& plan(int64_t n_tokens, int64_t n_outputs = 1) { return bound(n_tokens, n_outputs).plan; }
+    // The plan for batches of n_tokens tokens of which n_outputs get logits (made and cached on use);
+    // `embedding`: the plan embed() runs, which keeps the embedding output too.
+    const Plan& plan(int64_t n_tokens, int64_t n_outputs = 1, bool embedding = false) {
+        return bound(n_tokens, n_outputs, embedding).plan;
+    }
 
   private:
     struct BoundPlan {

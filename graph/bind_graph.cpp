@@ -239,7 +239,8 @@ class Binder {
     void bind_output(const std::string& where, const Json& output) {
         const std::string name = name_text(where, output, "an output name");
         auto it = scope_.find(name);
-        if (it == scope_.end() || it->second.kind != ValueRef::Kind::Node) fail(where, "'" + name + "' is not a node");
+        if (it == scope_.end() || it->second.kind != ValueRef::Kind::Node)
+            fail(where, "'" + name + "' is not a node");
         graph_.outputs.push_back(it->second);
     }
 

@@ -19,7 +19,8 @@ namespace graphrun::graph {
 
 constexpr int64_t kArenaAlignment = 64;  // a cache line, and enough for any SIMD load
 
-// What a plan is made for. Plans are cached per (n_tokens, n_outputs, embedding); the KV sizes are the session's.
+// What a plan is made for. Plans are cached per (n_tokens, n_outputs, embedding); the KV sizes are the
+// session's.
 struct PlanShape {
     int64_t n_tokens = 1;   // tokens in the batch
     int64_t n_outputs = 1;  // rows of logit_rows (1 .. n_tokens), for graphs that select rows

@@ -283,14 +283,16 @@ std::vector<int> add_node_steps(Plan& plan, const Graph& graph) {
 void check_embedding(const Plan& plan, const Graph& graph) {
     if (!plan.shape.embedding) return;
     if (graph.embedding_output < 0)
-        throw ops::PlanError("[plan] " + graph.source +
-                             " declares no embedding output (\"outputs\": {\"logits\": ..., \"embedding\": ...})");
+        throw ops::PlanError(
+            "[plan] " + graph.source +
+            " declares no embedding output (\"outputs\": {\"logits\": ..., \"embedding\": ...})");
     const PlanTensor& t = plan.tensors[size_t(plan.embedding_tensor)];
-    if (t.desc.dtype == DType::F32 && t.desc.shape.size() == 2 && t.desc.shape[0] == plan.shape.n_outputs) return;
+    if (t.desc.dtype == DType::F32 && t.desc.shape.size() == 2 && t.desc.shape[0] == plan.shape.n_outputs)
+        return;
     throw ops::PlanError("[plan] output 'embedding' ('" +
-                         graph.nodes[size_t(graph.outputs[size_t(graph.embedding_output)].index)].name + "') is " +
-                         t.desc.str() + ", but it is read as f32 (" + std::to_string(plan.shape.n_outputs) +
-                         ", n_embd): one row per row of logits");
+                         graph.nodes[size_t(graph.outputs[size_t(graph.embedding_output)].index)].name +
+                         "') is " + t.desc.str() + ", but it is read as f32 (" +
+                         std::to_string(plan.shape.n_outputs) + ", n_embd): one row per row of logits");
 }
 
 // Outputs stay alive to the end: the session reads them after the run. The embedding output only
