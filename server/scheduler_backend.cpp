@@ -59,8 +59,11 @@ class SchedulerBackend final : public Backend {
     }
     int64_t n_ctx() const override { return scheduler_.n_ctx(); }
     int64_t parallel() const override { return scheduler_.options().parallel; }
-    std::vector<float> embed(std::span<const int32_t> tokens) override { return embedder_.embed(tokens); }
+    std::vector<std::vector<float>> embed(std::span<const std::vector<int32_t>> texts) override {
+        return embedder_.embed(texts);
+    }
     int64_t n_embd() const override { return embedder_.n_embd(); }
+    std::string embeddings_refused() const override { return embedder_.refused(); }
     int64_t max_queue() const override { return scheduler_.options().max_queue; }
 
   private:

@@ -1,14 +1,14 @@
 // server/serial_backend.cpp — see serial_backend.h.
 #include "server/serial_backend.h"
 
-#include "server/backend_embedder.h"
-
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "server/backend_embedder.h"
 
 namespace graphrun::server {
 
@@ -75,8 +75,11 @@ class SerialBackend final : public Backend {
     }
     int64_t n_ctx() const override { return session_.n_ctx(); }
     int64_t parallel() const override { return 1; }
-    std::vector<float> embed(std::span<const int32_t> tokens) override { return embedder_.embed(tokens); }
+    std::vector<std::vector<float>> embed(std::span<const std::vector<int32_t>> texts) override {
+        return embedder_.embed(texts);
+    }
     int64_t n_embd() const override { return embedder_.n_embd(); }
+    std::string embeddings_refused() const override { return embedder_.refused(); }
     int64_t max_queue() const override { return options_.max_queue; }
 
   private:
