@@ -39,6 +39,10 @@ Engine::Engine(std::shared_ptr<const Model> model, EngineOptions options)
         make_plan(model_->graph(), {options_.max_batch, options_.max_batch, blocks, table_width_}, options_.simd);
     const ops::TensorDesc& logits = largest.tensors[size_t(largest.output_tensors.at(0))].desc;
     n_vocab_ = logits.shape[1];
+    if (model_->graph().embedding_output >= 0) {  // its shape checked now, not at the first request
+        const Plan one = make_plan(model_->graph(), {1, 1, blocks, table_width_, true}, options_.simd);
+        n_embd_ = one.tensors[size_t(one.embedding_tensor)].desc.shape[1];
+    }
     kv_bytes_ = largest.state_bytes;
     const int64_t memory = physical_memory_bytes();
     if (memory > 0 && kv_bytes_ + largest.arena_bytes > memory)
@@ -63,9 +67,9 @@ Engine::Engine(std::shared_ptr<const Model> model, EngineOptions options)
     pool_ = KvBlockPool(int32_t(blocks));
 }
 
-Engine::BoundPlan& Engine::bound(int64_t n_tokens, int64_t n_outputs) {
+Engine::BoundPlan& Engine::bound(int64_t n_tokens, int64_t n_outputs, bool embedding) {
     if (!selects_rows_) n_outputs = n_tokens;
-    const auto key = std::make_pair(n_tokens, n_outputs);
+    const auto key = std::make_tuple(n_tokens, n_outputs, embedding);
     if (auto it = plans_.find(key); it != plans_.end()) {
         it->second->last_used = ++tick_;
         return *it->second;
@@ -77,7 +81,8 @@ Engine::BoundPlan& Engine::bound(int64_t n_tokens, int64_t n_outputs) {
         plans_.erase(oldest);
     }
     auto entry = std::make_unique<BoundPlan>();
-    entry->plan = make_plan(model_->graph(), {n_tokens, n_outputs, pool_.n_blocks(), table_width_}, options_.simd);
+    entry->plan = make_plan(model_->graph(), {n_tokens, n_outputs, pool_.n_blocks(), table_width_, embedding},
+                            options_.simd);
     const ops::TensorDesc& logits = entry->plan.tensors[size_t(entry->plan.output_tensors[0])].desc;
     if (logits.shape[1] != n_vocab_)
         throw ops::PlanError("[plan] the logits of a batch of " + std::to_string(n_tokens) + " have " +
@@ -288,6 +293,20 @@ void Engine::register_full_blocks(Sequence& s) {
 }
 
 std::span<const float> Engine::decode(std::span<const BatchToken> batch) {
+    const Pass pass = run_pass(batch, false);
+    return read_rows(pass, pass.bound->plan.output_tensors[0], n_vocab_);
+}
+
+std::span<const float> Engine::embed(std::span<const BatchToken> batch) {
+    if (n_embd_ == 0)
+        throw ops::PlanError(
+            "[plan] " + model_->graph().source +
+            " declares no embedding output (\"outputs\": {\"logits\": ..., \"embedding\": ...})");
+    const Pass pass = run_pass(batch, true);
+    return read_rows(pass, pass.bound->plan.embedding_tensor, n_embd_);
+}
+
+Engine::Pass Engine::run_pass(std::span<const BatchToken> batch, bool embedding) {
     const int64_t n = int64_t(batch.size());
     if (n < 1 || n > options_.max_batch)
         throw std::invalid_argument("decode: a batch of " + std::to_string(n) + " tokens, expected 1 .. " +
@@ -315,7 +334,7 @@ std::span<const float> Engine::decode(std::span<const BatchToken> batch) {
     }
     const size_t n_wanted = rows.size();
     if (rows.empty()) rows.push_back(int32_t(n - 1));  // a plan computes at least one row; it is not returned
-    BoundPlan& bp = bound(n, int64_t(rows.size()));
+    BoundPlan& bp = bound(n, int64_t(rows.size()), embedding);
     prepare_blocks(batch, positions);
     fill_inputs(bp, batch, positions, rows);
     executor_.run(bp.steps);
@@ -326,14 +345,19 @@ std::span<const float> Engine::decode(std::span<const BatchToken> batch) {
         s.length = positions[i] + 1;
     }
     for (const auto& [seq, end] : next) register_full_blocks(sequences_[size_t(seq)]);
+    return {&bp, std::move(rows), n_wanted};
+}
 
-    const PlanTensor& logits = bp.plan.tensors[size_t(bp.plan.output_tensors[0])];
-    const float* out = reinterpret_cast<const float*>(arena_.data() + logits.offset);
-    if (selects_rows_) return {out, n_wanted * size_t(n_vocab_)};
-    selected_.resize(n_wanted * size_t(n_vocab_));
-    for (size_t r = 0; r < n_wanted; ++r)
-        std::copy_n(out + size_t(rows[r]) * size_t(n_vocab_), n_vocab_,
-                    selected_.begin() + std::ptrdiff_t(r * size_t(n_vocab_)));
+// The rows asked for of an output (n_outputs, width): the output itself when the graph selected them,
+// else gathered from its row per token.
+std::span<const float> Engine::read_rows(const Pass& pass, int tensor, int64_t width) {
+    const PlanTensor& t = pass.bound->plan.tensors[size_t(tensor)];
+    const float* out = reinterpret_cast<const float*>(arena_.data() + t.offset);
+    const size_t w = size_t(width);
+    if (selects_rows_) return {out, pass.n_wanted * w};
+    selected_.resize(pass.n_wanted * w);
+    for (size_t r = 0; r < pass.n_wanted; ++r)
+        std::copy_n(out + size_t(pass.rows[r]) * w, w, selected_.begin() + std::ptrdiff_t(r * w));
     return selected_;
 }
 

@@ -24,6 +24,7 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "engine/model.h"
@@ -98,6 +99,12 @@ class Engine {
     // order, valid until the next call. Throws std::out_of_range (bad token or sequence), ContextFull
     // or KvPoolFull with nothing consumed.
     std::span<const float> decode(std::span<const BatchToken> batch);
+    // The same pass, returning instead the graph's embedding output (the final hidden state, after
+    // the final norm) of the tokens marked `logits`: one row of n_embd() each, in batch order, valid
+    // until the next call. The plan keeps that output (PlanShape::embedding); throws ops::PlanError
+    // when the graph declares none.
+    std::span<const float> embed(std::span<const BatchToken> batch);
+    int64_t n_embd() const { return n_embd_; }  // 0 when the graph declares no embedding output
 
     int64_t n_ctx() const { return n_ctx_; }
     int64_t n_vocab() const { return n_vocab_; }
@@ -109,8 +116,11 @@ class Engine {
     const KvBlockPool& pool() const { return pool_; }
     int64_t kv_bytes() const { return kv_bytes_; }
     int64_t n_sequences() const { return n_sequences_; }
-    // The plan for batches of n_tokens tokens of which n_outputs get logits (made and cached on use).
-    const Plan& plan(int64_t n_tokens, int64_t n_outputs = 1) { return bound(n_tokens, n_outputs).plan; }
+    // The plan for batches of n_tokens tokens of which n_outputs get logits (made and cached on use);
+    // `embedding`: the plan embed() runs, which keeps the embedding output too.
+    const Plan& plan(int64_t n_tokens, int64_t n_outputs = 1, bool embedding = false) {
+        return bound(n_tokens, n_outputs, embedding).plan;
+    }
 
   private:
     struct BoundPlan {
@@ -126,7 +136,14 @@ class Engine {
         size_t registered = 0;        // blocks[0 .. registered) are registered in the pool's prefix cache
     };
 
-    BoundPlan& bound(int64_t n_tokens, int64_t n_outputs);
+    BoundPlan& bound(int64_t n_tokens, int64_t n_outputs, bool embedding = false);
+    struct Pass {
+        BoundPlan* bound;
+        std::vector<int32_t> rows;  // the batch rows read
+        size_t n_wanted;            // how many of them were asked for (a plan computes at least one)
+    };
+    Pass run_pass(std::span<const BatchToken> batch, bool embedding);
+    std::span<const float> read_rows(const Pass& pass, int tensor, int64_t width);
     Sequence& sequence(SeqId seq);
     const Sequence& sequence(SeqId seq) const;
     void prepare_blocks(std::span<const BatchToken> batch, const std::vector<int64_t>& positions);
@@ -137,9 +154,9 @@ class Engine {
 
     std::shared_ptr<const Model> model_;
     EngineOptions options_;
-    int64_t n_ctx_ = 0, n_vocab_ = 0, table_width_ = 0, kv_bytes_ = 0, n_sequences_ = 0;
+    int64_t n_ctx_ = 0, n_vocab_ = 0, n_embd_ = 0, table_width_ = 0, kv_bytes_ = 0, n_sequences_ = 0;
     bool selects_rows_ = false;  // the graph reads logit_rows (else its logits have a row per token)
-    std::map<std::pair<int64_t, int64_t>, std::unique_ptr<BoundPlan>> plans_;
+    std::map<std::tuple<int64_t, int64_t, bool>, std::unique_ptr<BoundPlan>> plans_;
     uint64_t tick_ = 0;
     AlignedBuffer arena_;
     std::vector<AlignedBuffer> state_;  // one per Graph::states

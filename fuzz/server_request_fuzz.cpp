@@ -2,12 +2,13 @@
 //
 // The input is a request body. It goes through what each route does with one before any model
 // runs: parse_json_object, then parse_completion_request (completions and chat),
-// parse_tokenize_request and parse_detokenize_request; an accepted completion is then started as
-// the route starts it (CompletionRun: the prompt tokenized, or chat messages rendered by a chat
-// template and tokenized; the context checked; stop strings and logprobs set up) on a backend here
-// that checks the job it is given and answers by echoing the prompt back as the generated tokens,
-// through ReplyText's stop strings and the answer's JSON. The vocabulary is the shipped model's
-// (models/kjv-q8_0.gguf, SentencePiece); the chat template is one of every format, picked by the
+// parse_embedding_request (its text inputs tokenized), parse_tokenize_request and
+// parse_detokenize_request; an accepted completion is then started as the route starts it
+// (CompletionRun: the prompt tokenized, or chat messages rendered by a chat template and tokenized;
+// the context checked; stop strings and logprobs set up) on a backend here that checks the job it
+// is given and answers by echoing the prompt back as the generated tokens, through ReplyText's stop
+// strings and the answer's JSON. The vocabulary is the shipped model's (models/kjv-q8_0.gguf,
+// SentencePiece); the chat template is one of every format, picked by the
 // input's length. Checked, as the contract the routes rely on:
 //   - the only exceptions are the ones the routes answer with 400 (ApiError, TokenizerError,
 //     ChatTemplateError), each with a message; anything else would be a 500;
@@ -33,6 +34,7 @@
 #include "server/api_error.h"
 #include "server/api_request.h"
 #include "server/api_response.h"
+#include "server/embedding_request.h"
 #include "server/completion.h"
 
 namespace {
@@ -197,6 +199,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const std::vector<int32_t> ids = info.tokenizer.encode(r.content, r.add_special && info.tokenizer.add_bos(), true);
         if (r.with_pieces)
             for (const int32_t id : ids) (void)info.tokenizer.token_to_piece(id, true);
+    });
+    as_route([&] {
+        const EmbeddingRequest r = parse_embedding_request(parsed);
+        if (r.inputs.empty() || r.inputs.size() > kMaxEmbeddingInputs)
+            broken("an embedding request of " + std::to_string(r.inputs.size()) + " inputs was accepted");
+        for (const EmbeddingInput& in : r.inputs) {
+            if (in.param.empty() || (in.is_ids ? in.ids.empty() : in.text.empty()))
+                broken("an empty embedding input was accepted as " + in.param);
+            for (const int32_t id : in.ids)
+                if (id < 0) broken("embedding input " + in.param + " has id " + std::to_string(id));
+            if (!in.is_ids) (void)info.tokenizer.encode(in.text, info.tokenizer.add_bos());
+        }
     });
     as_route([&] {
         const std::vector<int32_t> ids = parse_detokenize_request(parsed, info.n_vocab);

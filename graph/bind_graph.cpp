@@ -217,15 +217,31 @@ class Binder {
         }
     }
 
+    // An array of node ids (the first the logits), or named: {"logits": id, "embedding": id}.
     void bind_outputs(const Json& outputs) {
-        if (!outputs.is_array() || outputs.empty()) fail("outputs", "must be a non-empty array of node ids");
-        for (const Json& output : outputs) {
-            const std::string name = name_text("outputs", output, "an output name");
-            auto it = scope_.find(name);
-            if (it == scope_.end() || it->second.kind != ValueRef::Kind::Node)
-                fail("outputs", "'" + name + "' is not a node");
-            graph_.outputs.push_back(it->second);
+        if (outputs.is_object()) {
+            if (!outputs.contains("logits")) fail("outputs", "names no 'logits' output");
+            bind_output("outputs.logits", outputs.at("logits"));
+            for (const auto& [key, value] : outputs.items()) {
+                if (key == "logits") continue;
+                if (key != "embedding")
+                    fail("outputs." + key, "is not an output graphrun reads (logits, embedding)");
+                graph_.embedding_output = int(graph_.outputs.size());
+                bind_output("outputs.embedding", value);
+            }
+            return;
         }
+        if (!outputs.is_array() || outputs.empty())
+            fail("outputs", "must be a non-empty array of node ids, or {\"logits\": id, \"embedding\": id}");
+        for (const Json& output : outputs) bind_output("outputs", output);
+    }
+
+    void bind_output(const std::string& where, const Json& output) {
+        const std::string name = name_text(where, output, "an output name");
+        auto it = scope_.find(name);
+        if (it == scope_.end() || it->second.kind != ValueRef::Kind::Node)
+            fail(where, "'" + name + "' is not a node");
+        graph_.outputs.push_back(it->second);
     }
 
     // --- nodes and repeat blocks -----------------------------------------------------------------

@@ -106,6 +106,9 @@ struct Graph {
     std::vector<GraphState> states;
     std::vector<GraphNode> nodes;
     std::vector<ValueRef> outputs;  // the first output is the logits
+    // The index in `outputs` of the "embedding" output (the hidden state before the output matrix),
+    // -1 when the graph declares none; plans keep it only when asked (PlanShape::embedding).
+    int embedding_output = -1;
 
     const GraphInput* input(InputKind kind) const;  // nullptr when the graph does not read it
 };

@@ -19,13 +19,15 @@ namespace graphrun::graph {
 
 constexpr int64_t kArenaAlignment = 64;  // a cache line, and enough for any SIMD load
 
-// What a plan is made for. Plans are cached per (n_tokens, n_outputs); the KV sizes are the session's.
+// What a plan is made for. Plans are cached per (n_tokens, n_outputs, embedding); the KV sizes are the
+// session's.
 struct PlanShape {
     int64_t n_tokens = 1;   // tokens in the batch
     int64_t n_outputs = 1;  // rows of logit_rows (1 .. n_tokens), for graphs that select rows
     int64_t kv_blocks =
         1;  // blocks in the KV pool: every KV cache state is (kv_blocks * kKvBlockSize, width)
     int64_t table_width = 1;  // block-table entries per token: ceil(n_ctx / kKvBlockSize)
+    bool embedding = false;   // also keep the graph's "embedding" output, (n_outputs, n_embd), to read
 };
 
 // A plan's KV pool for n_seq sequences of up to n_ctx positions each (the single-sequence shape when
@@ -66,7 +68,8 @@ struct Plan {
     std::vector<PlanTensor> tensors;
     std::vector<PlanStep> steps;
     std::vector<int> input_tensors;   // one per Graph::inputs, in order
-    std::vector<int> output_tensors;  // one per Graph::outputs, in order
+    std::vector<int> output_tensors;  // one per Graph::outputs, in order; -1 for an output not kept
+    int embedding_tensor = -1;        // shape.embedding: the embedding output's tensor
     std::vector<int> state_tensors;   // one per Graph::states, in order
     int64_t arena_bytes = 0;          // peak: the arena every intermediate fits in
     int64_t naive_bytes = 0;          // the sum of all intermediates, as if nothing were reused

@@ -105,6 +105,15 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
         std::snprintf(buf, sizeof buf, " %s=%g", name.c_str(), value);
         out += buf;
     }
+    // The outputs the graph declares and what this plan keeps of them.
+    out += "\noutputs: logits = " + graph.nodes[size_t(graph.outputs.at(0).index)].name;
+    if (graph.embedding_output >= 0) {
+        out +=
+            "; embedding = " + graph.nodes[size_t(graph.outputs[size_t(graph.embedding_output)].index)].name;
+        out += plan.embedding_tensor >= 0
+                   ? " (kept: " + plan.tensors[size_t(plan.embedding_tensor)].desc.str() + ")"
+                   : std::string(" (not kept by this plan; an embedding plan keeps it)");
+    }
     out += "\nkernels run at: " + std::string(ops::simd_level_name(plan.simd)) +
            " (this CPU: " + ops::simd_level_name(ops::cpu_simd_level()) +
            "; GRAPHRUN_SIMD=scalar|avx2 caps it)\n";
@@ -203,10 +212,21 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
         j["read_by"] = users[i].readers;
         state.push_back(std::move(j));
     }
+    // The outputs the graph declares; the embedding output has a tensor only in plans that keep it.
+    Json outputs = {{"logits",
+                     {{"node", graph.nodes[size_t(graph.outputs.at(0).index)].name},
+                      {"tensor", tensor_json(plan.output_tensors.at(0))}}}};
+    if (graph.embedding_output >= 0) {
+        Json e = {{"node", graph.nodes[size_t(graph.outputs[size_t(graph.embedding_output)].index)].name},
+                  {"kept", plan.embedding_tensor >= 0}};
+        if (plan.embedding_tensor >= 0) e["tensor"] = tensor_json(plan.embedding_tensor);
+        outputs["embedding"] = std::move(e);
+    }
     Json root = {{"graph", graph.source},
                  {"n_tokens", plan.n_tokens},
                  {"n_outputs", plan.shape.n_outputs},
                  {"symbols", graph.symbols},
+                 {"outputs", outputs},
                  {"steps", steps},
                  {"state", state},
                  {"arena_bytes", plan.arena_bytes},

@@ -279,11 +279,35 @@ std::vector<int> add_node_steps(Plan& plan, const Graph& graph) {
     return std::move(values.node);
 }
 
-// Outputs stay alive to the end: the session reads them after the run.
+// The embedding output is read as one row of hidden state per row of logits: (n_outputs, n_embd) f32.
+void check_embedding(const Plan& plan, const Graph& graph) {
+    if (!plan.shape.embedding) return;
+    if (graph.embedding_output < 0)
+        throw ops::PlanError(
+            "[plan] " + graph.source +
+            " declares no embedding output (\"outputs\": {\"logits\": ..., \"embedding\": ...})");
+    const PlanTensor& t = plan.tensors[size_t(plan.embedding_tensor)];
+    if (t.desc.dtype == DType::F32 && t.desc.shape.size() == 2 && t.desc.shape[0] == plan.shape.n_outputs)
+        return;
+    throw ops::PlanError("[plan] output 'embedding' ('" +
+                         graph.nodes[size_t(graph.outputs[size_t(graph.embedding_output)].index)].name +
+                         "') is " + t.desc.str() + ", but it is read as f32 (" +
+                         std::to_string(plan.shape.n_outputs) + ", n_embd): one row per row of logits");
+}
+
+// Outputs stay alive to the end: the session reads them after the run. The embedding output only
+// when the shape asks for it: other plans let its bytes be reused as any intermediate's.
 void keep_outputs_alive(Plan& plan, const Graph& graph, const std::vector<int>& node_tensor) {
     const int end = int(plan.steps.size());
-    for (const ValueRef& ref : graph.outputs) {
+    for (size_t i = 0; i < graph.outputs.size(); ++i) {
+        const ValueRef& ref = graph.outputs[i];
+        const bool embedding = int(i) == graph.embedding_output;
+        if (embedding && !plan.shape.embedding) {
+            plan.output_tensors.push_back(-1);
+            continue;
+        }
         const int id = node_tensor[ref.index];
+        if (embedding) plan.embedding_tensor = id;
         if (plan.tensors[id].kind == PlanTensor::Kind::State)
             throw ops::PlanError("[plan] output '" + graph.nodes[ref.index].name +
                                  "' is a KV cache; outputs are computed tensors");
@@ -291,6 +315,7 @@ void keep_outputs_alive(Plan& plan, const Graph& graph, const std::vector<int>& 
         plan.output_tensors.push_back(id);
     }
     check_logits(plan, graph);
+    check_embedding(plan, graph);
 }
 
 // In-place: an op that allows it writes over input 0 when that input dies at this very step.

@@ -13,33 +13,14 @@
 #include "graph/limits.h"
 #include "runtime/text/json_schema.h"
 #include "server/api_error.h"
+#include "server/request_fields.h"
 
 namespace graphrun::server {
 
 using nlohmann::json;
+using namespace request_fields;
 
 namespace {
-
-// A 400 about the field `param` (as the message names it: "stop[2]", "messages[0].role").
-[[noreturn]] void bad(const std::string& param, const std::string& message, const char* code = "invalid_value") {
-    throw ApiError(400, code, message, param);
-}
-
-const char* json_type(const json& v) {
-    if (v.is_number_integer()) return "an integer";
-    if (v.is_number()) return "a number";
-    return v.type_name();
-}
-
-// The field when present and not null, else nullptr.
-const json* field(const json& body, const char* name) {
-    const auto it = body.find(name);
-    return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
-[[noreturn]] void wrong_type(const std::string& name, const char* expected, const json& v) {
-    bad(name, "'" + name + "' must be " + expected + ", got " + json_type(v), "invalid_type");
-}
 
 double get_number(const json& body, const char* name, double fallback, double lo, double hi) {
     const json* v = field(body, name);
@@ -110,20 +91,6 @@ std::string message_content(const json& content, const std::string& where) {
         text += t->get<std::string>();
     }
     return text;
-}
-
-// A field no request of this endpoint may carry: a misspelt name, or a field of OpenAI's API that
-// graphrun does not know. Refused, so that no client mistakes an answer for one that applied it.
-[[noreturn]] void unknown_field(const std::string& name, const std::string& where) {
-    bad(name, "'" + name + "' is not a field " + where +
-                  " graphrun serve knows; it is refused rather than ignored (docs/server.md lists the fields)",
-        "unknown_field");
-}
-
-// A field graphrun knows but does not honour (yet) with this value: refused, naming it.
-[[noreturn]] void unsupported(const std::string& name, const std::string& why) {
-    bad(name, "'" + name + "' " + why + ", which graphrun serve does not do (docs/server.md lists the fields)",
-        "unsupported_value");
 }
 
 bool listed(std::span<const std::string_view> names, const std::string& name) {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "runtime/text/sampler.h"
@@ -76,6 +77,17 @@ class Backend {
     virtual int64_t n_ctx() const = 0;     // positions per sequence
     virtual int64_t parallel() const = 0;  // sequences at once
     virtual int64_t max_queue() const = 0;
+    // /v1/embeddings: each text's pooled, L2-normalised final hidden state (engine/embedding.h), n_embd()
+    // floats, in order. Throws JobRefused when this backend or model serves none (the reason is
+    // embeddings_refused()) or for a text it cannot take (empty, a token outside the vocabulary, more
+    // tokens than n_ctx()). Safe from any thread; one call at a time, on an engine of its own.
+    virtual std::vector<std::vector<float>> embed(std::span<const std::vector<int32_t>> texts) {
+        (void)texts;
+        throw JobRefused(embeddings_refused());
+    }
+    virtual int64_t n_embd() const { return 0; }  // 0: no embeddings
+    // Why embed() refuses every text ("" when n_embd() > 0).
+    virtual std::string embeddings_refused() const { return "this backend serves no embeddings"; }
 };
 
 }  // namespace graphrun::server

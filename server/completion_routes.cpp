@@ -22,18 +22,6 @@ namespace {
 
 constexpr std::chrono::milliseconds kHeartbeat{1000};
 
-// Counts a completion in flight from its start to the end of its answer (a stream outlives the handler).
-class InFlight {
-  public:
-    explicit InFlight(std::atomic<int64_t>& n) : n_(n) { ++n_; }
-    ~InFlight() { --n_; }
-    InFlight(const InFlight&) = delete;
-    InFlight& operator=(const InFlight&) = delete;
-
-  private:
-    std::atomic<int64_t>& n_;
-};
-
 bool send_event(httplib::DataSink& sink, const std::string& data) {
     const std::string line = "data: " + data + "\n\n";
     return sink.write(line.data(), line.size());

@@ -1,5 +1,5 @@
 // server/http_server.cpp — see http_server.h. The routes that answer at once live here; the two
-// completion endpoints are in completion_routes.cpp.
+// completion endpoints are in completion_routes.cpp, /v1/embeddings in embedding_routes.cpp.
 #include "server/http_server.h"
 
 #include <algorithm>
@@ -32,10 +32,19 @@ struct Route {
     const char* path;
     const char* method;
 };
-constexpr Route kRoutes[] = {{"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/completions", "POST"},
-                             {"/chat/completions", "POST"}, {"/tokenize", "POST"},          {"/detokenize", "POST"},
-                             {"/v1/models", "GET"},         {"/health", "GET"},             {"/metrics", "GET"},
-                             {"/plan", "GET"},              {"/", "GET"}};
+constexpr Route kRoutes[] = {{"/v1/completions", "POST"},
+                             {"/v1/chat/completions", "POST"},
+                             {"/completions", "POST"},
+                             {"/chat/completions", "POST"},
+                             {"/v1/embeddings", "POST"},
+                             {"/embeddings", "POST"},
+                             {"/tokenize", "POST"},
+                             {"/detokenize", "POST"},
+                             {"/v1/models", "GET"},
+                             {"/health", "GET"},
+                             {"/metrics", "GET"},
+                             {"/plan", "GET"},
+                             {"/", "GET"}};
 
 const Route* route_of(const std::string& path) {
     for (const Route& r : kRoutes)
@@ -195,7 +204,7 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
         } else if (res.status == 404) {
             code = "not_found";
             message = "no route " + req.method + " " + req.path +
-                      " (POST /v1/completions, /v1/chat/completions, /tokenize, /detokenize; "
+                      " (POST /v1/completions, /v1/chat/completions, /v1/embeddings, /tokenize, /detokenize; "
                       "GET /v1/models, /health, /metrics, /plan, /)";
         } else if (res.status == 413) {
             code = "body_too_large";
@@ -223,6 +232,7 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
 
     add_info_routes(http, ctx);
     add_completion_routes(http, ctx);
+    add_embedding_routes(http, ctx);
 }
 
 HttpServer::~HttpServer() { stop(); }

@@ -57,6 +57,7 @@ void add_info_routes(httplib::Server& http, ServerContext& ctx) {
                             {"meta",
                              {{"n_ctx", ctx.backend.n_ctx()},
                               {"n_vocab", ctx.info.n_vocab},
+                              {"n_embd", ctx.backend.n_embd()},
                               {"parallel", ctx.backend.parallel()},
                               {"chat_template", ctx.info.chat_template.name()}}}};
         send_json(res, {{"object", "list"}, {"data", json::array({model})}});

@@ -24,10 +24,23 @@ struct ServerContext {
     ServerMetrics metrics{};
     JobRegistry jobs{};
     std::atomic<bool> draining = false;
-    std::atomic<int64_t> in_flight = 0;      // completions being answered
+    std::atomic<int64_t> in_flight = 0;      // completions and embeddings being answered
     std::atomic<uint64_t> next_answer = 1;   // for answer ids
     int64_t created = int64_t(std::time(nullptr));
     int retry_after_seconds = 1;
+};
+
+// Counts a request in flight (a completion, an embedding) from its start to the end of its answer (a
+// stream outlives the handler): a drain waits for them.
+class InFlight {
+  public:
+    explicit InFlight(std::atomic<int64_t>& n) : n_(n) { ++n_; }
+    ~InFlight() { --n_; }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+
+  private:
+    std::atomic<int64_t>& n_;
 };
 
 // The label /metrics counts a request under: its route, or "unknown" (so the label set stays small).
@@ -40,6 +53,8 @@ void send_error(httplib::Response& res, const ApiError& e, int retry_after_secon
 void add_info_routes(httplib::Server& http, ServerContext& ctx);
 // POST /v1/completions, /v1/chat/completions.
 void add_completion_routes(httplib::Server& http, ServerContext& ctx);
+// POST /v1/embeddings.
+void add_embedding_routes(httplib::Server& http, ServerContext& ctx);
 
 // The page GET / serves (server/page.html, built into the binary).
 extern const char* const kPageHtml;

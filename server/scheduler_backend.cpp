@@ -1,6 +1,8 @@
 // server/scheduler_backend.cpp — see scheduler_backend.h.
 #include "server/scheduler_backend.h"
 
+#include "server/backend_embedder.h"
+
 namespace graphrun::server {
 
 namespace {
@@ -19,7 +21,7 @@ Finish finish_of(graph::FinishReason reason) {
 class SchedulerBackend final : public Backend {
   public:
     SchedulerBackend(std::shared_ptr<const graph::Model> model, graph::SchedulerOptions options)
-        : scheduler_(std::move(model), options) {
+        : scheduler_(model, options), embedder_(model, scheduler_.n_ctx(), options.n_threads) {
         scheduler_.start();
     }
     ~SchedulerBackend() override { scheduler_.stop(); }
@@ -57,10 +59,16 @@ class SchedulerBackend final : public Backend {
     }
     int64_t n_ctx() const override { return scheduler_.n_ctx(); }
     int64_t parallel() const override { return scheduler_.options().parallel; }
+    std::vector<std::vector<float>> embed(std::span<const std::vector<int32_t>> texts) override {
+        return embedder_.embed(texts);
+    }
+    int64_t n_embd() const override { return embedder_.n_embd(); }
+    std::string embeddings_refused() const override { return embedder_.refused(); }
     int64_t max_queue() const override { return scheduler_.options().max_queue; }
 
   private:
     graph::Scheduler scheduler_;
+    BackendEmbedder embedder_;
 };
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "server/backend_embedder.h"
+
 namespace graphrun::server {
 
 namespace {
@@ -16,7 +18,8 @@ class SerialBackend final : public Backend {
   public:
     SerialBackend(std::shared_ptr<const graph::Model> model, SerialBackendOptions options)
         : options_(options),
-          session_(std::move(model), {.n_ctx = options.n_ctx, .n_threads = options.n_threads}),
+          session_(model, {.n_ctx = options.n_ctx, .n_threads = options.n_threads}),
+          embedder_(model, session_.n_ctx(), options.n_threads),
           thread_([this] { run(); }) {}
 
     ~SerialBackend() override {
@@ -72,6 +75,11 @@ class SerialBackend final : public Backend {
     }
     int64_t n_ctx() const override { return session_.n_ctx(); }
     int64_t parallel() const override { return 1; }
+    std::vector<std::vector<float>> embed(std::span<const std::vector<int32_t>> texts) override {
+        return embedder_.embed(texts);
+    }
+    int64_t n_embd() const override { return embedder_.n_embd(); }
+    std::string embeddings_refused() const override { return embedder_.refused(); }
     int64_t max_queue() const override { return options_.max_queue; }
 
   private:
@@ -142,6 +150,7 @@ class SerialBackend final : public Backend {
 
     SerialBackendOptions options_;
     graph::Session session_;
+    BackendEmbedder embedder_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<Queued> queue_;

@@ -228,6 +228,7 @@ void set_random_llama_metadata(GgufWriter& w, const RandomLlamaSpec& s, float ro
     if (s.arch == "llama") w.set_u32(a + "rope.dimension_count", uint32_t(head_dim));  // as its converter
     w.set_f32(a + "rope.freq_base", rope_base);
     w.set_f32(a + "attention.layer_norm_rms_epsilon", qwen ? 1e-6f : 1e-5f);
+    if (s.pooling_type >= 0) w.set_u32(a + "pooling_type", uint32_t(s.pooling_type));
 }
 
 // A SentencePiece ("llama") vocabulary: <unk>, <s>, </s>, the 256 byte tokens, then pieces.

@@ -37,6 +37,7 @@ struct RandomLlamaSpec {
     bool tied_output = false;  // no output.weight: the logits reuse token_embd (SmolLM2, small Qwen2.5)
     bool rope_freqs = false;   // llama only: Llama 3.1's rope_freqs.weight (llama3_rope_factors)
     float rope_base = 0.0f;    // 0: the family's usual theta base (llama 10000, qwen2/qwen3 1000000)
+    int64_t pooling_type = -1;  // >= 0: written as <arch>.pooling_type (llama.cpp's: 1 mean, 2 cls, 3 last)
 
     int64_t head_dim() const { return key_length > 0 ? key_length : n_embd / n_heads; }
 };

@@ -1,7 +1,8 @@
 // tests/server/openai/e2e.mjs GRAPHRUN MODEL CLIENT_DIR — the official openai npm client against a real
 // `graphrun serve` on a free loopback port: completions and chat, whole and streamed; 16 concurrent
 // clients whose greedy answers equal a single client's and whose seeded answers equal the same
-// request alone (batch invariance); errors as the client's typed exceptions; SIGTERM exits 0.
+// request alone (batch invariance); embeddings of a string and a list, base64 and float; errors as the
+// client's typed exceptions; SIGTERM exits 0.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -151,6 +152,35 @@ try {
   const together = await Promise.all(requests.map(run));
   for (let i = 0; i < 16; i++) assert.equal(together[i], alone[i], `request ${i} among 15 others vs alone`);
   check("16 concurrent clients: greedy and seeded answers equal the single client's");
+
+  // Embeddings: the client asks for base64 unless told (and decodes it); float must be the same numbers.
+  const n_embd = models.data[0].meta.n_embd;
+  assert.ok(n_embd > 0, "/v1/models names n_embd");
+  const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+  const one = await client.embeddings.create({ model: "text-embedding-3-small", input: "And God said" });
+  assert.equal(one.object, "list");
+  assert.equal(one.model, "kjv-q8_0.gguf");
+  assert.equal(one.data.length, 1);
+  assert.equal(one.data[0].object, "embedding");
+  assert.equal(one.data[0].embedding.length, n_embd);
+  assert.ok(Math.abs(norm(one.data[0].embedding) - 1) < 1e-5, `norm ${norm(one.data[0].embedding)}`);
+  assert.ok(one.usage.prompt_tokens > 0 && one.usage.total_tokens === one.usage.prompt_tokens);
+  const texts = ["In the beginning", "God created the heaven and the earth", "And God said"];
+  const list = await client.embeddings.create({ model: "m", input: texts });
+  assert.deepEqual(list.data.map((d) => d.index), [0, 1, 2]);
+  for (const d of list.data) {
+    assert.equal(d.embedding.length, n_embd);
+    assert.ok(Math.abs(norm(d.embedding) - 1) < 1e-5);
+  }
+  assert.notDeepEqual(list.data[0].embedding, list.data[1].embedding);
+  assert.notDeepEqual(list.data[1].embedding, list.data[2].embedding);
+  assert.deepEqual(Array.from(list.data[2].embedding), Array.from(one.data[0].embedding), "a list entry is the input alone");
+  const floats = await client.embeddings.create({ model: "m", input: texts, encoding_format: "float" });
+  for (let i = 0; i < texts.length; i++)
+    assert.deepEqual(Array.from(floats.data[i].embedding), Array.from(list.data[i].embedding), `base64 vs float ${i}`);
+  await assert.rejects(client.embeddings.create({ model: "m", input: "x", dimensions: 8 }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.param === "dimensions");
+  check("embeddings.create: a string and a list, base64 (the default) equal to float, unit norms, distinct vectors");
 
   await assert.rejects(client.completions.create({ model: "m", prompt: "x", max_tokens: "many" }),
                        (e) => e instanceof OpenAI.BadRequestError && /max_tokens/.test(e.message));
