@@ -61,6 +61,7 @@ struct BackendMetrics {
     int64_t kv_blocks_total = 0;
     int64_t kv_blocks_in_use = 0;
     int64_t steps = 0;          // forward passes run
+    int64_t prompt_tokens_cached = 0;  // prompt positions taken from the prefix cache, not evaluated
     double occupancy_last = 0;  // sequences in the last pass / parallel
     double occupancy_mean = 0;
 };

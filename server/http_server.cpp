@@ -42,6 +42,7 @@ constexpr Route kRoutes[] = {{"/v1/completions", "POST"},
                              {"/detokenize", "POST"},
                              {"/v1/models", "GET"},
                              {"/health", "GET"},
+                             {"/health/ready", "GET"},
                              {"/metrics", "GET"},
                              {"/plan", "GET"},
                              {"/", "GET"}};
@@ -177,7 +178,7 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
             res.set_header("Access-Control-Max-Age", "600");
             return httplib::Server::HandlerResponse::Handled;
         }
-        if (key.empty() || req.path == "/health" || authorized(req, key))
+        if (key.empty() || req.path == "/health" || req.path == "/health/ready" || authorized(req, key))
             return httplib::Server::HandlerResponse::Unhandled;
         const bool missing = req.get_header_value("Authorization").empty();
         if (req.path == "/" && req.method == "GET") res.set_header("WWW-Authenticate", "Basic realm=\"graphrun\"");
@@ -205,7 +206,7 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
             code = "not_found";
             message = "no route " + req.method + " " + req.path +
                       " (POST /v1/completions, /v1/chat/completions, /v1/embeddings, /tokenize, /detokenize; "
-                      "GET /v1/models, /health, /metrics, /plan, /)";
+                      "GET /v1/models, /health, /health/ready, /metrics, /plan, /)";
         } else if (res.status == 413) {
             code = "body_too_large";
             message = "the request body is larger than this server's limit of " + std::to_string(limit) + " bytes";

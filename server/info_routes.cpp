@@ -45,9 +45,18 @@ void add_info_routes(httplib::Server& http, ServerContext& ctx) {
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(kPageHtml, "text/html; charset=utf-8");
     });
-    // Answers at once: it takes no lock the engine holds while a prompt is evaluated.
+    // Both answer at once: they take no lock the engine holds while a prompt is evaluated.
+    // /health: the process is up (a liveness probe). /health/ready: it takes new requests (a load
+    // balancer's or an orchestrator's readiness probe): the model is loaded before the socket is bound,
+    // so only a drain (SIGTERM) makes it 503.
     http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(R"({"status":"ok"})", "application/json");
+    });
+    http.Get("/health/ready", [&ctx](const httplib::Request&, httplib::Response& res) {
+        if (!ctx.draining) return res.set_content(R"({"status":"ready"})", "application/json");
+        res.status = 503;
+        res.set_header("Retry-After", std::to_string(ctx.retry_after_seconds));
+        res.set_content(R"({"status":"draining"})", "application/json");
     });
     http.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
         const json model = {{"id", ctx.info.id},

@@ -73,6 +73,9 @@ std::string ServerMetrics::render(const BackendMetrics& b) const {
                std::to_string(n) + "\n";
     metric("graphrun_prompt_tokens_total", "counter", "Prompt tokens of the completions answered.");
     out += "graphrun_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
+    metric("graphrun_prompt_tokens_cached_total", "counter",
+           "Prompt positions taken from the prefix cache instead of evaluated.");
+    out += "graphrun_prompt_tokens_cached_total " + std::to_string(b.prompt_tokens_cached) + "\n";
     metric("graphrun_generated_tokens_total", "counter", "Tokens generated.");
     out += "graphrun_generated_tokens_total " + std::to_string(generated_tokens_) + "\n";
     metric("graphrun_queue_depth", "gauge", "Requests waiting for a sequence.");

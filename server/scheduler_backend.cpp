@@ -54,6 +54,7 @@ class SchedulerBackend final : public Backend {
                 .kv_blocks_total = m.kv_blocks_total,
                 .kv_blocks_in_use = m.kv_blocks_in_use,
                 .steps = m.steps,
+                .prompt_tokens_cached = m.prompt_tokens_reused,
                 .occupancy_last = m.occupancy_last,
                 .occupancy_mean = m.occupancy_mean};
     }

@@ -49,6 +49,10 @@ TEST(Server, HealthModelsAndPlan) {
     ASSERT_TRUE(health);
     EXPECT_EQ(health->status, 200);
     EXPECT_EQ(json::parse(health->body), json({{"status", "ok"}}));
+    auto ready = c.Get("/health/ready");
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 200);
+    EXPECT_EQ(json::parse(ready->body), json({{"status", "ready"}}));
     auto models = c.Get("/v1/models");
     ASSERT_TRUE(models);
     const json m = json::parse(models->body);
@@ -429,6 +433,28 @@ TEST(Server, MetricsInPrometheusText) {
     EXPECT_EQ(absent, "") << "not in\n" << text;
 }
 
+// A prompt sent twice takes its full 16-position blocks from the prefix cache the second time, and
+// /metrics counts them (what a balancer's prefix-aware routing is measured by: docs/deploy.md).
+TEST(Server, MetricsCountThePromptPositionsTakenFromThePrefixCache) {
+    TestServer server;
+    auto c = server.client();
+    const std::string body = json({{"prompt", "And God said, Let there be light: and there was light. And God saw the light"},
+                                   {"max_tokens", 1},
+                                   {"temperature", 0}})
+                                 .dump();
+    auto cached = [&] {
+        const std::string text = c.Get("/metrics")->body;
+        const std::string key = "\ngraphrun_prompt_tokens_cached_total ";
+        const size_t at = text.find(key);
+        EXPECT_NE(at, std::string::npos) << text;
+        return at == std::string::npos ? -1 : std::stoll(text.substr(at + key.size()));
+    };
+    ASSERT_EQ(c.Post("/v1/completions", body, "application/json")->status, 200);
+    EXPECT_EQ(cached(), 0);
+    ASSERT_EQ(c.Post("/v1/completions", body, "application/json")->status, 200);
+    EXPECT_EQ(cached(), 16) << "the prompt's one full block";
+}
+
 // A stream read to its end is counted once, as a 200, with every token it generated.
 TEST(Server, AStreamReadToItsEndIsCountedOnceAs200) {
     TestServer server;
@@ -551,6 +577,11 @@ TEST(Server, DrainFinishesRequestsInFlightThenStops) {
         auto refused = c.Post("/v1/completions", R"({"prompt": "And"})", "application/json");
         if (refused && refused->status == 503) {  // a completion that arrives while draining
             EXPECT_NE(refused->body.find("shutting_down"), std::string::npos) << refused->body;
+            auto ready = c.Get("/health/ready");  // a balancer's probe sends new requests elsewhere
+            ASSERT_TRUE(ready);
+            EXPECT_EQ(ready->status, 503);
+            EXPECT_EQ(json::parse(ready->body), json({{"status", "draining"}}));
+            EXPECT_EQ(c.Get("/health")->status, 200) << "the process is still up";
             break;
         }
     }
