@@ -11,7 +11,8 @@ set -euo pipefail
 packages=(g++ cmake make pkg-config libtbb-dev nlohmann-json3-dev libcli11-dev libicu-dev libcpp-httplib-dev dpkg-dev file)
 # chromium and curl: the headless-browser test of the server's page (tests/server/server_page_test.sh).
 # libeigen3-dev: the op tests' independent reference (Eigen's product in double), not linked by graphrun.
-[[ " $* " == *" --no-tests "* ]] || packages+=(libgtest-dev libgmock-dev libbenchmark-dev libeigen3-dev chromium curl)
+# nginx: the balancer in front of two replicas (tests/deploy/, docs/deploy.md).
+[[ " $* " == *" --no-tests "* ]] || packages+=(libgtest-dev libgmock-dev libbenchmark-dev libeigen3-dev chromium curl nginx)
 for flag in "$@"; do
   case "$flag" in
     --no-tests) ;;
