@@ -10,142 +10,17 @@
 //      within seconds (never a hang), the other's finish, every later request succeeds.
 // The model is a random-weight one made here, large enough that a 300-token stream lasts seconds.
 // tests/deploy/run.sh skips (exit 77, saying why) without nginx or node.
-import { spawn, execFileSync } from "node:child_process";
-import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
+import { execFileSync } from "node:child_process";
 import path from "node:path";
+import { complete, exited, freePort, makeCluster, sleep, stream } from "./cluster.mjs";
 
 const [graphrun, src] = process.argv.slice(2);
-const work = fs.mkdtempSync(path.join(os.tmpdir(), "graphrun-nginx-"));
-fs.chmodSync(work, 0o755);  // nginx's workers run as nobody
-const children = [];
+const { work, startReplica, startNginx } = makeCluster(graphrun, src);
 let failures = 0;
 
 function check(ok, what) {
     console.log(`${ok ? "ok" : "FAIL"}: ${what}`);
     if (!ok) failures++;
-}
-
-function cleanUp() {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-    fs.rmSync(work, { recursive: true, force: true });
-}
-process.on("exit", cleanUp);
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function exited(child) {
-    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
-    return new Promise((r) => child.on("exit", (code) => r(code)));
-}
-
-async function freePort() {
-    const server = net.createServer();
-    await new Promise((r) => server.listen(0, "127.0.0.1", r));
-    const { port } = server.address();
-    await new Promise((r) => server.close(r));
-    return port;
-}
-
-// A replica on `port` (0: any free one); resolves once it printed the port it listens on.
-async function startReplica(model, port = 0) {
-    const child = spawn(graphrun, ["serve", "-m", model, "--port", String(port), "-c", "512", "-t", "1",
-                                   "--parallel", "4", "--drain-timeout", "120"],
-                        { stdio: ["ignore", "ignore", "pipe"] });
-    children.push(child);
-    let log = "";
-    child.stderr.on("data", (d) => { log += d; });
-    for (let i = 0; i < 600; i++) {
-        const m = log.match(/http:\/\/127\.0\.0\.1:(\d+)/);
-        if (m) return { child, port: Number(m[1]), log: () => log };
-        if (child.exitCode !== null) break;
-        await sleep(50);
-    }
-    throw new Error(`graphrun serve did not start:\n${log}`);
-}
-
-// nginx with the shipped config, its example addresses replaced by the replicas' and its own port.
-async function startNginx(ports, listen) {
-    let conf = fs.readFileSync(path.join(src, "deploy/nginx/graphrun.conf"), "utf8");
-    const replace = (from, to, count) => {
-        const n = conf.split(from).length - 1;
-        if (n !== count) throw new Error(`deploy/nginx/graphrun.conf: expected ${count} '${from}', found ${n}`);
-        conf = conf.replaceAll(from, to);
-    };
-    replace("127.0.0.1:8081", `127.0.0.1:${ports[0]}`, 2);
-    replace("127.0.0.1:8082", `127.0.0.1:${ports[1]}`, 2);
-    replace("listen 127.0.0.1:8080;", `listen 127.0.0.1:${listen};`, 1);
-    fs.writeFileSync(path.join(work, "graphrun.conf"), conf);
-    const temp = ["body", "proxy", "fastcgi", "uwsgi", "scgi"].map((t) => {
-        fs.mkdirSync(path.join(work, t), { mode: 0o777 });
-        fs.chmodSync(path.join(work, t), 0o777);
-        return `${t === "body" ? "client_body" : t}_temp_path ${path.join(work, t)};`;
-    });
-    fs.writeFileSync(path.join(work, "nginx.conf"), `worker_processes 1;
-pid ${path.join(work, "nginx.pid")};
-events { worker_connections 1024; }
-http {
-    access_log off;
-    ${temp.join("\n    ")}
-    include ${path.join(work, "graphrun.conf")};
-}
-`);
-    const child = spawn("nginx", ["-p", work, "-e", "stderr", "-c", path.join(work, "nginx.conf"), "-g", "daemon off;"],
-                        { stdio: ["ignore", "ignore", "pipe"] });
-    children.push(child);
-    let log = "";
-    child.stderr.on("data", (d) => { log += d; });
-    for (let i = 0; i < 200; i++) {
-        try {
-            if ((await fetch(`http://127.0.0.1:${listen}/health`)).status === 200) return child;
-        } catch { /* not listening yet */ }
-        if (child.exitCode !== null) break;
-        await sleep(50);
-    }
-    throw new Error(`nginx did not start:\n${log}`);
-}
-
-// One streamed completion: which replica answered, the text, whether [DONE] came, the error if any.
-async function stream(base, body, started) {
-    const out = { status: 0, replica: "", text: "", done: false, finish: null, error: null };
-    try {
-        const res = await fetch(`${base}/v1/completions`, {
-            method: "POST", headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ ...body, stream: true }) });
-        out.status = res.status;
-        out.replica = res.headers.get("x-graphrun-replica") ?? "";
-        const decoder = new TextDecoder();
-        let pending = "";
-        for await (const bytes of res.body) {
-            pending += decoder.decode(bytes, { stream: true });
-            let cut;
-            while ((cut = pending.indexOf("\n\n")) >= 0) {
-                const event = pending.slice(0, cut);
-                pending = pending.slice(cut + 2);
-                if (!event.startsWith("data: ")) continue;
-                if (event === "data: [DONE]") { out.done = true; continue; }
-                const chunk = JSON.parse(event.slice(6));
-                out.text += chunk.choices[0]?.text ?? "";
-                out.finish = chunk.choices[0]?.finish_reason ?? out.finish;
-                if (out.text && started) { started(out); started = null; }
-            }
-        }
-    } catch (e) {
-        out.error = String(e.cause?.code ?? e.message ?? e);
-    }
-    if (started) started(out);  // ended before any text
-    return out;
-}
-
-async function complete(base, body) {
-    try {
-        const res = await fetch(`${base}/v1/completions`, {
-            method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-        return { status: res.status, replica: res.headers.get("x-graphrun-replica") ?? "", body: await res.json() };
-    } catch (e) {
-        return { status: 0, replica: "", error: String(e.cause?.code ?? e.message ?? e) };
-    }
 }
 
 async function answered200(port) {
