@@ -59,7 +59,9 @@ struct ValueRef {
 //   kv_table    (n_tokens, table_width) i32  each token's sequence's block table (runtime/kv_blocks.h)
 //   logit_rows  (n_outputs) i32              the batch rows whose logits are read, in order
 // A graph declares the ones it reads; any other name is an error (nothing would fill it).
-enum class InputKind { Tokens, Positions, KvSlots, KvTable, LogitRows };
+// One more kind is never declared by a file: a pipeline stage's graph (graph/stages.h) reads
+//   stage_in    (n_tokens, width) f32          the activations the previous stage sent
+enum class InputKind { Tokens, Positions, KvSlots, KvTable, LogitRows, StageIn };
 struct InputSpec {
     const char* name;
     InputKind kind;
@@ -70,6 +72,7 @@ std::span<const InputSpec> graph_input_specs();
 struct GraphInput {
     std::string name;
     InputKind kind = InputKind::Tokens;
+    int64_t width = 0;  // StageIn: floats per token
 };
 
 // Planned state: memory that outlives a run. The one kind is a KV cache, f16 (n_slots, width), one
@@ -97,6 +100,23 @@ struct GraphNode {
     std::vector<std::string> context;
 };
 
+// What a pipeline stage's graph is (graph/stages.h): rank `rank` of `n_ranks` runs layers
+// [first_layer, last_layer] of n_layer; the first also the nodes before the layers (the embedding),
+// the last also those after (the final norm and the logits). A stage but the first reads its
+// activations as the input stage_in, `receives` (a node of the whole graph) of width_in floats per
+// token; a stage but the last has one output, `sends`, width_out floats per token. The whole graph's
+// vocabulary and embedding sizes are kept, for the ranks that plan neither.
+struct GraphStage {
+    int rank = 0, n_ranks = 1;
+    int first_layer = 0, last_layer = 0, n_layer = 0;
+    std::string receives, sends;  // "blk.3.ffn_out"; empty for the first / last stage
+    int64_t width_in = 0, width_out = 0;
+    int64_t n_vocab = 0, n_embd = 0;  // n_embd: 0 when the graph declares no embedding output
+    int64_t weight_bytes = 0, whole_weight_bytes = 0;  // this stage's and the whole graph's
+    bool first() const { return rank == 0; }
+    bool last() const { return rank == n_ranks - 1; }
+};
+
 // A bound graph: everything resolved, nodes in definition order (each refers only to earlier ones).
 struct Graph {
     std::string source;                     // graph file path, for messages
@@ -109,6 +129,8 @@ struct Graph {
     // The index in `outputs` of the "embedding" output (the hidden state before the output matrix),
     // -1 when the graph declares none; plans keep it only when asked (PlanShape::embedding).
     int embedding_output = -1;
+    // Set when this is one stage of a graph cut for a pipeline over ranks (graph/stages.h).
+    std::optional<GraphStage> stage;
 
     const GraphInput* input(InputKind kind) const;  // nullptr when the graph does not read it
 };

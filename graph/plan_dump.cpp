@@ -47,6 +47,24 @@ std::string join(const std::vector<std::string>& names) {
     return out.empty() ? "-" : out;
 }
 
+// "stage 1 of 2 (rank 1): layers 4-7 of 8; receives blk.3.ffn_out from rank 0, 4,096 bytes per
+// token; sends the logits' rows to rank 0; weights 72,351,744 of 144,519,168 bytes".
+std::string stage_line(const GraphStage& st) {
+    std::string out = "stage " + std::to_string(st.rank) + " of " + std::to_string(st.n_ranks) + " (rank " +
+                      std::to_string(st.rank) + "): layers " + std::to_string(st.first_layer) + "-" +
+                      std::to_string(st.last_layer) + " of " + std::to_string(st.n_layer);
+    if (!st.receives.empty())
+        out += "; receives " + st.receives + " from rank " + std::to_string(st.rank - 1) + ", " +
+               with_commas(st.width_in * 4) + " bytes per token";
+    if (!st.sends.empty())
+        out += "; sends " + st.sends + " to rank " + std::to_string(st.rank + 1) + ", " +
+               with_commas(st.width_out * 4) + " bytes per token";
+    else if (st.rank > 0)
+        out += "; sends the logits' rows to rank 0, " + with_commas(st.n_vocab * 4) + " bytes per row";
+    return out + "; weights " + with_commas(st.weight_bytes) + " of " + with_commas(st.whole_weight_bytes) +
+           " bytes";
+}
+
 // The path a step runs: the level of the kernel the plan binds (run.level_of(plan.simd), the level whose
 // pointer run.at(plan.simd) is), null for a plain C++ row; and the row's variant of it on these inputs.
 struct StepPath {
@@ -105,8 +123,10 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
         std::snprintf(buf, sizeof buf, " %s=%g", name.c_str(), value);
         out += buf;
     }
+    if (graph.stage) out += "\n" + stage_line(*graph.stage);
     // The outputs the graph declares and what this plan keeps of them.
-    out += "\noutputs: logits = " + graph.nodes[size_t(graph.outputs.at(0).index)].name;
+    out += "\noutputs: " + std::string(graph.stage && !graph.stage->last() ? "sent = " : "logits = ") +
+           graph.nodes[size_t(graph.outputs.at(0).index)].name;
     if (graph.embedding_output >= 0) {
         out +=
             "; embedding = " + graph.nodes[size_t(graph.outputs[size_t(graph.embedding_output)].index)].name;
@@ -213,7 +233,7 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
         state.push_back(std::move(j));
     }
     // The outputs the graph declares; the embedding output has a tensor only in plans that keep it.
-    Json outputs = {{"logits",
+    Json outputs = {{graph.stage && !graph.stage->last() ? "sent" : "logits",
                      {{"node", graph.nodes[size_t(graph.outputs.at(0).index)].name},
                       {"tensor", tensor_json(plan.output_tensors.at(0))}}}};
     if (graph.embedding_output >= 0) {
@@ -238,6 +258,18 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
                    {"table_width", plan.shape.table_width},
                    {"tensors", plan.state_tensors.size()}}},
                  {"weight_bytes", plan.weight_bytes}};
+    if (graph.stage) {
+        const GraphStage& st = *graph.stage;
+        root["stage"] = {{"rank", st.rank},
+                         {"n_ranks", st.n_ranks},
+                         {"layers", {st.first_layer, st.last_layer}},
+                         {"n_layer", st.n_layer},
+                         {"receives", st.receives},
+                         {"receives_bytes_per_token", st.width_in * 4},
+                         {"sends", st.sends},
+                         {"sends_bytes_per_token", st.width_out * 4},
+                         {"whole_weight_bytes", st.whole_weight_bytes}};
+    }
     return root.dump(2) + "\n";
 }
 

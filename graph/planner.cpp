@@ -122,6 +122,11 @@ void check_state_inputs(const Plan& plan, const Graph& graph, const PlanStep& st
 // A graph whose first output has another shape is refused here, before anything reads past it.
 void check_logits(const Plan& plan, const Graph& graph) {
     const PlanTensor& t = plan.tensors[size_t(plan.output_tensors.at(0))];
+    if (graph.stage && !graph.stage->last()) {  // its one output is what it sends: (n_tokens, width)
+        if (t.desc.dtype == DType::F32 && t.desc.shape.size() == 2 && t.desc.shape[0] == plan.n_tokens) return;
+        throw ops::PlanError("[plan] stage " + std::to_string(graph.stage->rank) + " sends " + t.desc.str() +
+                             "; a stage sends f32 (n_tokens, width)");
+    }
     const bool selects = graph.input(InputKind::LogitRows) != nullptr;
     const int64_t rows = plan.shape.n_outputs;
     if (t.desc.dtype == DType::F32 && t.desc.shape.size() == 2 && t.desc.shape[0] == rows) return;
@@ -178,8 +183,9 @@ void add_input_tensors(Plan& plan, const Graph& graph) {
         std::vector<int64_t> dims = {shape.n_tokens};
         if (input.kind == InputKind::KvTable) dims = {shape.n_tokens, shape.table_width};
         if (input.kind == InputKind::LogitRows) dims = {shape.n_outputs};
-        plan.input_tensors.push_back(
-            add_tensor(plan, {input.name, {DType::I32, dims}, PlanTensor::Kind::Input}));
+        const DType dtype = input.kind == InputKind::StageIn ? DType::F32 : DType::I32;
+        if (input.kind == InputKind::StageIn) dims = {shape.n_tokens, input.width};
+        plan.input_tensors.push_back(add_tensor(plan, {input.name, {dtype, dims}, PlanTensor::Kind::Input}));
     }
 }
 
