@@ -33,13 +33,19 @@ Engine::Engine(std::shared_ptr<const Model> model, EngineOptions options)
     check_option("the KV pool (blocks of 16 positions: n_seq x (n_ctx / 16 + 1), or kv_blocks)", blocks, 1,
                  kMaxKvBlocks);
     selects_rows_ = model_->graph().input(InputKind::LogitRows) != nullptr;
+    if (model_->pipeline()) {
+        pipeline_ = model_->pipeline();
+        stage_ = &*model_->graph().stage;
+    }
 
     // The largest plan first: its arena is the one every other plan fits in (bound() grows it if not).
     const Plan largest =
         make_plan(model_->graph(), {options_.max_batch, options_.max_batch, blocks, table_width_}, options_.simd);
     const ops::TensorDesc& logits = largest.tensors[size_t(largest.output_tensors.at(0))].desc;
-    n_vocab_ = logits.shape[1];
-    if (model_->graph().embedding_output >= 0) {  // its shape checked now, not at the first request
+    n_vocab_ = stage_ ? stage_->n_vocab : logits.shape[1];
+    if (stage_ && !stage_->last()) {
+        n_embd_ = stage_->n_embd;
+    } else if (model_->graph().embedding_output >= 0) {  // its shape checked now, not at the first request
         const Plan one = make_plan(model_->graph(), {1, 1, blocks, table_width_, true}, options_.simd);
         n_embd_ = one.tensors[size_t(one.embedding_tensor)].desc.shape[1];
     }
@@ -65,6 +71,31 @@ Engine::Engine(std::shared_ptr<const Model> model, EngineOptions options)
                                     std::to_string(largest.arena_bytes) + " bytes: lower -c or --parallel");
     }
     pool_ = KvBlockPool(int32_t(blocks));
+    if (pipeline_) {
+        engine_id_ = pipeline_->next_engine_id();
+        tell(PipelineMessage()
+                 .put(int64_t(PipelineCommand::MakeEngine))
+                 .put(engine_id_)
+                 .put(model_->pipeline_id())
+                 .put(options_.n_ctx)
+                 .put(options_.n_seq)
+                 .put(options_.kv_blocks)
+                 .put(options_.n_threads)
+                 .put(options_.max_batch)
+                 .put(options_.prefix_cache ? 1 : 0)
+                 .put(int64_t(options_.simd)));
+    }
+}
+
+Engine::~Engine() {
+    try {
+        if (pipeline_) tell(PipelineMessage().put(int64_t(PipelineCommand::DropEngine)).put(engine_id_));
+    } catch (const StageLinkError&) {  // a rank already gone: its engine went with it
+    }
+}
+
+void Engine::tell(const PipelineMessage& m) {
+    if (pipeline_ && pipeline_->leads()) pipeline_->tell(m);
 }
 
 Engine::BoundPlan& Engine::bound(int64_t n_tokens, int64_t n_outputs, bool embedding) {
@@ -84,7 +115,7 @@ Engine::BoundPlan& Engine::bound(int64_t n_tokens, int64_t n_outputs, bool embed
     entry->plan = make_plan(model_->graph(), {n_tokens, n_outputs, pool_.n_blocks(), table_width_, embedding},
                             options_.simd);
     const ops::TensorDesc& logits = entry->plan.tensors[size_t(entry->plan.output_tensors[0])].desc;
-    if (logits.shape[1] != n_vocab_)
+    if ((!stage_ || stage_->last()) && logits.shape[1] != n_vocab_)
         throw ops::PlanError("[plan] the logits of a batch of " + std::to_string(n_tokens) + " have " +
                              std::to_string(logits.shape[1]) + " columns, other batches " +
                              std::to_string(n_vocab_));
@@ -118,6 +149,11 @@ std::span<const int32_t> Engine::block_table(SeqId seq) const {
 }
 
 SeqId Engine::add_sequence() {
+    tell(PipelineMessage().put(int64_t(PipelineCommand::AddSequence)).put(engine_id_));
+    return new_sequence();
+}
+
+SeqId Engine::new_sequence() {
     if (n_sequences_ >= kMaxSequences)
         throw std::length_error("already " + std::to_string(n_sequences_) +
                                 " sequences, the most one engine holds");
@@ -137,7 +173,8 @@ SeqId Engine::add_sequence() {
 
 SeqId Engine::fork(SeqId from) {
     sequence(from);  // throws for a bad id before anything changes
-    const SeqId id = add_sequence();
+    tell(PipelineMessage().put(int64_t(PipelineCommand::Fork)).put(engine_id_).put(from));
+    const SeqId id = new_sequence();
     Sequence& s = sequences_[size_t(id)];
     s = sequences_[size_t(from)];
     for (int32_t b : s.blocks) pool_.retain(b);
@@ -146,6 +183,12 @@ SeqId Engine::fork(SeqId from) {
 
 int64_t Engine::reuse_prefix(SeqId seq, std::span<const int32_t> prompt) {
     Sequence& s = sequence(seq);
+    if (pipeline_ && pipeline_->leads()) {
+        PipelineMessage m;
+        m.put(int64_t(PipelineCommand::ReusePrefix)).put(engine_id_).put(seq).put(int64_t(prompt.size()));
+        for (int32_t t : prompt) m.put(t);
+        tell(m);
+    }
     if (s.length != 0)
         throw std::logic_error("reuse_prefix: sequence " + std::to_string(seq) + " is not empty");
     if (!options_.prefix_cache || prompt.empty()) return 0;
@@ -167,6 +210,7 @@ int64_t Engine::reuse_prefix(SeqId seq, std::span<const int32_t> prompt) {
 
 void Engine::remove_sequence(SeqId seq) {
     Sequence& s = sequence(seq);
+    tell(PipelineMessage().put(int64_t(PipelineCommand::RemoveSequence)).put(engine_id_).put(seq));
     for (int32_t b : s.blocks) pool_.release(b);
     s = Sequence{};
     free_ids_.push_back(seq);
@@ -175,6 +219,7 @@ void Engine::remove_sequence(SeqId seq) {
 
 void Engine::truncate(SeqId seq, int64_t n) {
     Sequence& s = sequence(seq);
+    tell(PipelineMessage().put(int64_t(PipelineCommand::Truncate)).put(engine_id_).put(seq).put(n));
     if (n < 0 || n > s.length)
         throw std::invalid_argument("truncate(" + std::to_string(n) + "): sequence " + std::to_string(seq) +
                                     " holds " + std::to_string(s.length) + " positions");
@@ -266,6 +311,8 @@ void Engine::fill_inputs(const BoundPlan& bp, std::span<const BatchToken> batch,
             case InputKind::LogitRows:
                 std::copy(rows.begin(), rows.end(), dst);
                 break;
+            case InputKind::StageIn:  // received from the rank before (exchange_activations)
+                break;
         }
     }
 }
@@ -293,8 +340,7 @@ void Engine::register_full_blocks(Sequence& s) {
 }
 
 std::span<const float> Engine::decode(std::span<const BatchToken> batch) {
-    const Pass pass = run_pass(batch, false);
-    return read_rows(pass, pass.bound->plan.output_tensors[0], n_vocab_);
+    return output_rows(run_pass(batch, false), false);
 }
 
 std::span<const float> Engine::embed(std::span<const BatchToken> batch) {
@@ -302,8 +348,45 @@ std::span<const float> Engine::embed(std::span<const BatchToken> batch) {
         throw ops::PlanError(
             "[plan] " + model_->graph().source +
             " declares no embedding output (\"outputs\": {\"logits\": ..., \"embedding\": ...})");
-    const Pass pass = run_pass(batch, true);
-    return read_rows(pass, pass.bound->plan.embedding_tensor, n_embd_);
+    return output_rows(run_pass(batch, true), true);
+}
+
+std::span<const float> Engine::output_rows(const Pass& pass, bool embedding) {
+    const int64_t width = embedding ? n_embd_ : n_vocab_;
+    const Plan& plan = pass.bound->plan;
+    if (!stage_ || stage_->n_ranks == 1)
+        return read_rows(pass, embedding ? plan.embedding_tensor : plan.output_tensors[0], width);
+    if (stage_->last()) {
+        const std::span<const float> rows =
+            read_rows(pass, embedding ? plan.embedding_tensor : plan.output_tensors[0], width);
+        pipeline_->link().send(0, output_tag(engine_id_), rows.data(), rows.size_bytes());
+        return rows;
+    }
+    if (!stage_->first()) return {};  // a middle rank: the rows are the last rank's to send
+    selected_.resize(pass.n_wanted * size_t(width));
+    pipeline_->link().recv(stage_->n_ranks - 1, output_tag(engine_id_), selected_.data(),
+                           selected_.size() * sizeof(float));
+    return selected_;
+}
+
+// Over a pipeline: before the run, the hidden state of the batch from the rank before (into the
+// stage_in input); after it, this stage's output to the rank after.
+void Engine::exchange_activations(const BoundPlan& bp, int64_t n_tokens, bool before_run) {
+    if (!stage_ || stage_->n_ranks == 1) return;
+    const Plan& plan = bp.plan;
+    StageLink& link = pipeline_->link();
+    if (before_run && !stage_->first()) {
+        const Graph& g = model_->graph();
+        for (size_t i = 0; i < g.inputs.size(); ++i)
+            if (g.inputs[i].kind == InputKind::StageIn)
+                link.recv(stage_->rank - 1, activation_tag(engine_id_),
+                          arena_.data() + plan.tensors[size_t(plan.input_tensors[i])].offset,
+                          size_t(n_tokens * stage_->width_in) * sizeof(float));
+    }
+    if (!before_run && !stage_->last())
+        link.send(stage_->rank + 1, activation_tag(engine_id_),
+                  arena_.data() + plan.tensors[size_t(plan.output_tensors[0])].offset,
+                  size_t(n_tokens * stage_->width_out) * sizeof(float));
 }
 
 Engine::Pass Engine::run_pass(std::span<const BatchToken> batch, bool embedding) {
@@ -334,10 +417,19 @@ Engine::Pass Engine::run_pass(std::span<const BatchToken> batch, bool embedding)
     }
     const size_t n_wanted = rows.size();
     if (rows.empty()) rows.push_back(int32_t(n - 1));  // a plan computes at least one row; it is not returned
-    BoundPlan& bp = bound(n, int64_t(rows.size()), embedding);
+    if (pipeline_ && pipeline_->leads()) {
+        PipelineMessage m;
+        m.put(int64_t(PipelineCommand::Decode)).put(engine_id_).put(embedding ? 1 : 0).put(n);
+        for (const BatchToken& bt : batch) m.put(bt.seq).put(bt.token).put(bt.logits ? 1 : 0);
+        tell(m);
+    }
+    // The embedding output is the last stage's; the stages before plan as for logits.
+    BoundPlan& bp = bound(n, int64_t(rows.size()), embedding && (!stage_ || stage_->last()));
     prepare_blocks(batch, positions);
     fill_inputs(bp, batch, positions, rows);
+    exchange_activations(bp, n, true);
     executor_.run(bp.steps);
+    exchange_activations(bp, n, false);
 
     for (size_t i = 0; i < batch.size(); ++i) {
         Sequence& s = sequences_[size_t(batch[i].seq)];

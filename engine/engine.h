@@ -18,6 +18,10 @@
 // position order), which is what the tests in tests/engine/batch_invariance_test.cpp hold it to. Blocks found
 // again under their prefix are therefore the bits a recomputation would give, so sharing them changes
 // nothing but the work and memory saved.
+//
+// Over a pipeline (the model loaded with one, engine/pipeline.h) the engine on rank 0 tells every
+// other rank each call that changes it, runs its stage's layers, and returns the rows the last rank
+// sends back; the engines on the other ranks are made and driven by Pipeline::follow.
 #pragma once
 
 #include <map>
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/pipeline.h"
 #include "graph/plan.h"
 #include "runtime/aligned_buffer.h"
 #include "runtime/executor.h"
@@ -71,6 +76,9 @@ class Engine {
     // Plans the largest batch and allocates the arena and the KV cache. Throws std::invalid_argument for
     // options outside their ceilings (graph/plan.h), naming the option, and when the memory cannot be had.
     Engine(std::shared_ptr<const Model> model, EngineOptions options = {});
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
 
     SeqId add_sequence();  // an empty sequence
     // A new sequence holding every position of `from` (the blocks are shared; the first write into a
@@ -144,6 +152,11 @@ class Engine {
     };
     Pass run_pass(std::span<const BatchToken> batch, bool embedding);
     std::span<const float> read_rows(const Pass& pass, int tensor, int64_t width);
+    // The rows asked for, over a pipeline too: the last rank sends them to rank 0, which returns them.
+    std::span<const float> output_rows(const Pass& pass, bool embedding);
+    void tell(const PipelineMessage& m);  // rank 0 of a pipeline: to the other ranks
+    SeqId new_sequence();                 // add_sequence's work, told by its caller
+    void exchange_activations(const BoundPlan& bp, int64_t n_tokens, bool before_run);
     Sequence& sequence(SeqId seq);
     const Sequence& sequence(SeqId seq) const;
     void prepare_blocks(std::span<const BatchToken> batch, const std::vector<int64_t>& positions);
@@ -166,6 +179,9 @@ class Engine {
     std::vector<SeqId> free_ids_;
     Executor executor_;
     std::vector<float> selected_;  // graphs without logit_rows: the rows asked for, gathered
+    Pipeline* pipeline_ = nullptr;  // the model's, when it runs over ranks
+    const GraphStage* stage_ = nullptr;   // the model's graph's stage then
+    int engine_id_ = -1;
 };
 
 // Plans kept per engine at most; the least recently used is dropped beyond it (and made again if needed).

@@ -3,11 +3,14 @@
 
 #include <algorithm>
 
+#include "engine/pipeline.h"
 #include "graph/plan.h"
+#include "graph/stages.h"
 
 namespace graphrun::graph {
 
-std::shared_ptr<const Model> Model::load(const std::string& model_path, const std::string& graph_path) {
+std::shared_ptr<const Model> Model::load(const std::string& model_path, const std::string& graph_path,
+                                         Pipeline* pipeline) {
     std::shared_ptr<Model> model(new Model());
     model->file_ = GgufFile::open(model_path);
     const std::string arch = model->file_->find_string("general.architecture").value_or("");
@@ -26,8 +29,33 @@ std::shared_ptr<const Model> Model::load(const std::string& model_path, const st
             throw GraphError(graph_file + ": inputs: a generation graph must declare '" +
                              std::string(kind == InputKind::Tokens ? "tokens" : "positions") + "'");
     make_plan(g, 1, 1);  // every shape checked now, while loading, not at the first token
+    if (pipeline && pipeline->n_ranks() > 1) {
+        // The whole graph loaded on rank 0 first, so a bad file or graph is its one clear error; then
+        // every rank loads its stage.
+        model->whole_graph_ = model->graph_;
+        model->stage_ranges_ = graph::stage_ranges(g, pipeline->n_ranks(), pipeline->stages());
+        model->graph_ = cut_stage(*model->whole_graph_, model->stage_ranges_, pipeline->rank());
+        make_plan(model->graph_, 1, 1);
+        pipeline->set_stage(*model->graph_.stage);
+        model->pipeline_ = pipeline;
+        model->pipeline_id_ = pipeline->next_model_id();
+        if (pipeline->leads())
+            pipeline->tell(PipelineMessage()
+                               .put(int64_t(PipelineCommand::LoadModel))
+                               .put(model->pipeline_id_)
+                               .put(model_path)
+                               .put(graph_path));
+    }
     model->context_length_ = model->file_->find_int(arch + ".context_length").value_or(0);
     return model;
+}
+
+Model::~Model() {
+    try {
+        if (pipeline_ && pipeline_->leads())
+            pipeline_->tell(PipelineMessage().put(int64_t(PipelineCommand::DropModel)).put(pipeline_id_));
+    } catch (const StageLinkError&) {  // a rank already gone
+    }
 }
 
 }  // namespace graphrun::graph

@@ -1,0 +1,183 @@
+// tests/engine/pipeline_test.cpp — engine/pipeline.h over in-process links (a rank per thread):
+// an engine whose layers run on 2 or 3 ranks returns the bits of one process, through every call
+// that changes it (sequences added, forked, truncated, removed, prefixes reused, batches of several
+// sequences); the stages cut where asked, and each holds only its layers' weights.
+#include "engine/pipeline.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "engine/engine.h"
+#include "graph/stages.h"
+#include "tests/common/test_models.h"
+
+namespace graphrun {
+namespace {
+
+using graph::BatchToken;
+using graph::Engine;
+using graph::SeqId;
+using ::testing::HasSubstr;
+
+std::string model_file(const std::string& arch) {
+    graph::RandomLlamaSpec spec = testing::spec_of(32, 5, 4, 2, 64, 320, 11);
+    spec.arch = arch;
+    return testing::random_model_file(spec, "pipeline_" + arch);
+}
+
+// What a test does with an engine; every logits row it reads is appended to `out`.
+void drive(Engine& e, std::vector<float>& out) {
+    auto keep = [&](std::span<const float> rows) { out.insert(out.end(), rows.begin(), rows.end()); };
+    const SeqId a = e.add_sequence(), b = e.add_sequence();
+    const std::vector<int32_t> prompt = testing::random_tokens(40, 320, 3);
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < prompt.size(); ++i) batch.push_back({a, prompt[i], i + 1 == prompt.size()});
+    for (int32_t t : {5, 6, 7}) batch.push_back({b, t, true});
+    keep(e.decode(batch));
+    const SeqId c = e.fork(a);
+    for (int step = 0; step < 6; ++step)
+        keep(e.decode(std::vector<BatchToken>{{a, 10 + step, true}, {b, 20 + step, true}, {c, 30 + step, true}}));
+    e.truncate(b, 2);
+    keep(e.decode(std::vector<BatchToken>{{b, 99, true}}));
+    e.remove_sequence(a);
+    const SeqId d = e.add_sequence();
+    const int64_t reused = e.reuse_prefix(d, prompt);  // a's full blocks stay cached under its prefix
+    EXPECT_EQ(reused, 32);
+    batch.clear();
+    for (size_t i = size_t(reused); i < prompt.size(); ++i) batch.push_back({d, prompt[i], true});
+    keep(e.decode(batch));
+    keep(e.decode(std::vector<BatchToken>{{d, 1, false}, {c, 2, true}}));  // a row not asked for
+}
+
+std::vector<float> alone(const std::string& file) {
+    Engine e(graph::Model::load(file), {.n_ctx = 128, .n_seq = 4, .n_threads = 1, .max_batch = 64});
+    std::vector<float> out;
+    drive(e, out);
+    return out;
+}
+
+// Rank 0 drives the engine; ranks 1 .. n-1 follow on their own threads.
+std::vector<float> over_ranks(const std::string& file, int n_ranks, const std::string& stages,
+                              std::vector<std::string>* summaries = nullptr) {
+    std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(n_ranks);
+    std::vector<std::string> lines(static_cast<size_t>(n_ranks));
+    std::vector<std::thread> followers;
+    std::vector<std::unique_ptr<graph::Pipeline>> pipelines;
+    for (int r = 0; r < n_ranks; ++r)
+        pipelines.push_back(std::make_unique<graph::Pipeline>(std::move(links[size_t(r)]), stages));
+    for (int r = 1; r < n_ranks; ++r)
+        followers.emplace_back([&, r] { lines[size_t(r)] = pipelines[size_t(r)]->follow(); });
+    std::vector<float> out;
+    {
+        auto model = graph::Model::load(file, "", pipelines[0].get());
+        Engine e(model, {.n_ctx = 128, .n_seq = 4, .n_threads = 1, .max_batch = 64});
+        drive(e, out);
+        lines[0] = pipelines[0]->summary();
+    }
+    pipelines[0].reset();  // tells the others to stop
+    for (std::thread& t : followers) t.join();
+    if (summaries) *summaries = lines;
+    return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(Pipeline, TwoRanksGiveTheBitsOfOneProcessForLlamaAndQwen3) {
+    for (const std::string arch : {"llama", "qwen3"}) {
+        const std::string file = model_file(arch);
+        const std::vector<float> one = alone(file);
+        ASSERT_EQ(one.size(), size_t(1 + 3 + 6 * 3 + 1 + 8 + 1) * 320) << arch;
+        EXPECT_TRUE(same_bits(over_ranks(file, 2, ""), one)) << arch;
+        EXPECT_TRUE(same_bits(over_ranks(file, 2, "0-0,1-4"), one)) << arch;
+    }
+}
+
+TEST(Pipeline, ThreeRanksGiveTheBitsOfOneProcess) {
+    const std::string file = model_file("llama");
+    std::vector<std::string> lines;
+    EXPECT_TRUE(same_bits(over_ranks(file, 3, "0-1,2-2,3-4", &lines), alone(file)));
+    EXPECT_THAT(lines[0], HasSubstr("rank 0 of 3: layers 0-1 of 5"));
+    EXPECT_THAT(lines[1], HasSubstr("rank 1 of 3: layers 2-2 of 5"));
+    EXPECT_THAT(lines[2], HasSubstr("rank 2 of 3: layers 3-4 of 5"));
+}
+
+TEST(Pipeline, EachStageHoldsOnlyItsLayersWeightsAndCaches) {
+    const auto whole = graph::Model::load(model_file("llama"));
+    const graph::Graph& g = whole->graph();
+    const auto ranges = graph::stage_ranges(g, 2, "");
+    ASSERT_EQ(ranges.size(), 2u);
+    EXPECT_EQ(ranges[0].first, 0);
+    EXPECT_EQ(ranges[1].second, 4);
+    EXPECT_EQ(ranges[0].second + 1, ranges[1].first);
+    int64_t sum = 0;
+    size_t states = 0;
+    for (int r = 0; r < 2; ++r) {
+        const graph::Graph stage = graph::cut_stage(g, ranges, r);
+        ASSERT_TRUE(stage.stage);
+        const graph::GraphStage& s = *stage.stage;
+        sum += s.weight_bytes;
+        states += stage.states.size();
+        // Balanced by bytes: each within 35-65 % of the whole (the embedding and output matrices
+        // weigh on the first and last stage).
+        EXPECT_GT(s.weight_bytes, s.whole_weight_bytes * 35 / 100) << r;
+        EXPECT_LT(s.weight_bytes, s.whole_weight_bytes * 65 / 100) << r;
+        for (const graph::GraphWeight& w : stage.weights) {
+            const std::string& name = w.name;
+            if (name.rfind("blk.", 0) != 0) continue;
+            const int layer = std::stoi(name.substr(4));
+            EXPECT_GE(layer, s.first_layer) << name;
+            EXPECT_LE(layer, s.last_layer) << name;
+        }
+        EXPECT_EQ(s.first() ? s.receives : s.sends, "");
+    }
+    EXPECT_EQ(states, g.states.size());  // every KV cache on exactly one rank
+    int64_t whole_bytes = 0;
+    for (const graph::GraphWeight& w : g.weights) whole_bytes += int64_t(w.tensor->nbytes);
+    EXPECT_GE(sum, whole_bytes);  // a tied matrix read by the first and last stage counts twice
+}
+
+TEST(Pipeline, StageSpecsThatDoNotCoverTheLayersOnceInOrderAreRefused) {
+    const auto whole = graph::Model::load(model_file("llama"));
+    const graph::Graph& g = whole->graph();
+    for (const auto& [spec, says] : std::vector<std::pair<std::string, std::string>>{
+             {"0-1", "1 ranges for 2 ranks"},
+             {"0-1,3-4", "layer 2"},
+             {"0-2,2-4", "range 1 must start at layer 3"},
+             {"0-1,2-5", "must end at layer 4"},
+             {"1-2,3-4", "layer 0"},
+             {"0-x,2-4", "0-x"},
+             {"2-1,2-4", "range 0 must start at layer 0"},
+         }) {
+        try {
+            graph::stage_ranges(g, 2, spec);
+            ADD_FAILURE() << spec << " was accepted";
+        } catch (const graph::GraphError& e) {
+            EXPECT_THAT(e.what(), HasSubstr(says)) << spec;
+        }
+    }
+    EXPECT_THROW(graph::stage_ranges(g, 6, ""), graph::GraphError);  // more ranks than layers
+}
+
+TEST(Pipeline, AHungRankIsAnErrorNamingItWithinTheTimeout) {
+    std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(2);
+    links[0]->set_timeout_s(0.2);
+    graph::Pipeline pipeline(std::move(links[0]), "");
+    // No rank 1 follows: the first pass waits for its rows in vain.
+    auto model = graph::Model::load(model_file("llama"), "", &pipeline);
+    Engine e(model, {.n_ctx = 64, .n_threads = 1, .max_batch = 8});
+    const SeqId s = e.add_sequence();
+    try {
+        e.decode(std::vector<BatchToken>{{s, 3, true}});
+        ADD_FAILURE() << "the pass returned without rank 1";
+    } catch (const graph::StageLinkError& err) {
+        EXPECT_THAT(err.what(), HasSubstr("rank 1"));
+    }
+}
+
+}  // namespace
+}  // namespace graphrun
