@@ -62,7 +62,7 @@ std::vector<std::string> prompts_of(const BatchedOptions& opt) {
 void run_batched(BatchedOptions opt) {
     if (opt.model_path.empty()) opt.model_path = graph::default_model_path();
     const std::vector<std::string> prompts = prompts_of(opt);
-    auto model = graph::Model::load(opt.model_path, opt.graph_path);
+    auto model = graph::Model::load(opt.model_path, opt.graph_path, process_pipeline());
     const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
     const int64_t n = int64_t(prompts.size());
     graph::Scheduler scheduler(model, {.policy = graph::Policy::Continuous,

@@ -30,6 +30,7 @@
 #include "engine/generate.h"
 #include "engine/prompt_lookup.h"
 #include "graph/limits.h"
+#include "graph/stages.h"
 #include "runtime/bounded_read.h"
 #include "runtime/finite_check.h"
 #include "runtime/text/chat_template.h"
@@ -373,7 +374,7 @@ void run_generate(GenerateOptions opt) {
     std::optional<graph::Profiler> profiler;  // outlives the session, which points at it while running
     if (opt.profile || !opt.trace_path.empty()) profiler.emplace(opt.profile, opt.trace_path);
     const auto load_start = std::chrono::steady_clock::now();
-    auto model = graph::Model::load(opt.model_path, opt.graph_path);
+    auto model = graph::Model::load(opt.model_path, opt.graph_path, process_pipeline());
     if (opt.check_weights) check_weights_are_finite(*model);
     if (opt.ctx > 0) check_context_fits(*model, opt.ctx);
     graph::Session session(model, {.n_ctx = opt.ctx, .n_threads = opt.threads});
@@ -391,9 +392,19 @@ void run_generate(GenerateOptions opt) {
     if (!opt.dump_plan.empty()) {
         const int64_t batch = opt.batch > 0 ? opt.batch : std::max<int64_t>(1, int64_t(prompt_ids.size()));
         // Planned, not bound: a dump allocates no arena, however large the batch.
-        const graph::Plan plan = graph::make_plan(model->graph(), batch, session.n_ctx());
-        std::fputs((opt.dump_plan == "json" ? graph::dump_plan_json(plan, model->graph())
-                                            : graph::dump_plan_text(plan, model->graph())).c_str(), stdout);
+        // Over mpirun, every rank's stage in rank order (each a cut of the same whole graph).
+        const bool json = opt.dump_plan == "json";
+        const auto& ranges = model->stage_ranges();
+        std::string out;
+        for (int r = 0; r < std::max<int>(1, int(ranges.size())); ++r) {
+            const graph::Graph stage =
+                ranges.empty() ? model->graph() : graph::cut_stage(model->whole_graph(), ranges, r);
+            const graph::Plan plan = graph::make_plan(stage, batch, session.n_ctx());
+            if (r > 0) out += json ? "," : "\n";
+            out += json ? graph::dump_plan_json(plan, stage) : graph::dump_plan_text(plan, stage);
+        }
+        if (json && ranges.size() > 1) out = "[" + out + "]\n";
+        std::fputs(out.c_str(), stdout);
         return;
     }
     std::fprintf(stderr, "graphrun: %s: load %.1f ms, %d threads, context %lld\n", opt.model_path.c_str(), load_ms,

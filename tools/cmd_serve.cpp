@@ -49,7 +49,7 @@ void run_serve(ServeOptions opt) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
-    auto model = graph::Model::load(opt.model_path, opt.graph_path);
+    auto model = graph::Model::load(opt.model_path, opt.graph_path, process_pipeline());
     std::unique_ptr<server::Backend> backend = server::make_scheduler_backend(
         model, {.policy = graph::Policy::Continuous,
                 .parallel = opt.parallel,

@@ -4,10 +4,12 @@
 //   commit    a5c5715abcde
 //   compiler  GCC 12.2.0, C++20, Release build
 //   simd      this CPU runs scalar, avx2 (not avx512); kernels use avx2
+//   mpi       yes: mpirun -np N graphrun ... runs the layers in N stages
 //   data      /usr/share/graphrun (beside the executable /usr/bin/graphrun)
 #include <cstdlib>
 #include <string>
 
+#include "engine/stage_link.h"
 #include "graph/data_files.h"
 #include "graphrun_build_info.h"  // GRAPHRUN_COMMIT, written at build time by cmake/build_info.cmake
 #include "ops/cpu.h"  // the one CPU-feature dispatcher
@@ -60,7 +62,10 @@ std::string data_line() {
 void register_version(CLI::App& app) {
     app.set_version_flag("--version", [] {
         return std::string("graphrun " GRAPHRUN_VERSION) + "\ncommit    " GRAPHRUN_COMMIT "\ncompiler  " +
-               compiler_line() + "\nsimd      " + simd_line() + "\ndata      " + data_line();
+               compiler_line() + "\nsimd      " + simd_line() + "\nmpi       " +
+               (graph::built_with_mpi() ? "yes: mpirun -np N graphrun ... runs the layers in N stages"
+                                        : "no (built without GRAPHRUN_MPI)") +
+               "\ndata      " + data_line();
     }, "print the version, commit, compiler, SIMD paths and data folder, and exit");
 }
 

@@ -5,7 +5,15 @@
 
 #include <CLI/CLI.hpp>
 
+namespace graphrun::graph {
+class Pipeline;
+}
+
 namespace graphrun::tools {
+
+// The pipeline this process is rank 0 of under `mpirun -np N` (engine/pipeline.h); nullptr when
+// graphrun runs alone. Generation, batched and serve load their model over it.
+graph::Pipeline* process_pipeline();
 
 // The default command (no subcommand): plan and run a graph on a model, print tokens or text.
 void register_generate(CLI::App& app);

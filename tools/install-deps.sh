@@ -12,7 +12,8 @@ packages=(g++ cmake make pkg-config libtbb-dev nlohmann-json3-dev libcli11-dev l
 # chromium and curl: the headless-browser test of the server's page (tests/server/server_page_test.sh).
 # libeigen3-dev: the op tests' independent reference (Eigen's product in double), not linked by graphrun.
 # nginx: the balancer in front of two replicas (tests/deploy/, docs/deploy.md).
-[[ " $* " == *" --no-tests "* ]] || packages+=(libgtest-dev libgmock-dev libbenchmark-dev libeigen3-dev chromium curl nginx)
+# openmpi-bin and libopenmpi-dev: the pipeline stages over MPI (GRAPHRUN_MPI, tests/deploy/mpi_test.sh).
+[[ " $* " == *" --no-tests "* ]] || packages+=(libgtest-dev libgmock-dev libbenchmark-dev libeigen3-dev chromium curl nginx openmpi-bin libopenmpi-dev)
 for flag in "$@"; do
   case "$flag" in
     --no-tests) ;;
