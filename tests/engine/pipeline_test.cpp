@@ -106,6 +106,35 @@ TEST(Pipeline, ThreeRanksGiveTheBitsOfOneProcess) {
     EXPECT_THAT(lines[2], HasSubstr("rank 2 of 3: layers 3-4 of 5"));
 }
 
+// Engine::embed over ranks: the last rank's final hidden state comes back to rank 0.
+TEST(Pipeline, EmbeddingsOverTwoRanksAreTheBitsOfOneProcess) {
+    const std::string file = model_file("qwen3");
+    auto embed_all = [](Engine& e) {
+        const SeqId a = e.add_sequence(), b = e.add_sequence();
+        std::vector<BatchToken> batch;
+        for (int32_t t : testing::random_tokens(20, 320, 5)) batch.push_back({a, t, true});
+        for (int32_t t : {7, 8, 9}) batch.push_back({b, t, t == 9});
+        const std::span<const float> rows = e.embed(batch);
+        return std::vector<float>(rows.begin(), rows.end());
+    };
+    Engine one(graph::Model::load(file), {.n_ctx = 64, .n_threads = 1, .max_batch = 32});
+    const std::vector<float> expected = embed_all(one);
+    ASSERT_EQ(expected.size(), size_t(21 * 32));
+
+    std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(2);
+    graph::Pipeline lead(std::move(links[0]), ""), follower(std::move(links[1]), "");
+    std::thread t([&] { follower.follow(); });
+    std::vector<float> got;
+    {
+        Engine e(graph::Model::load(file, "", &lead), {.n_ctx = 64, .n_threads = 1, .max_batch = 32});
+        EXPECT_EQ(e.n_embd(), 32);
+        got = embed_all(e);
+    }
+    lead.tell(graph::PipelineMessage().put(int64_t(graph::PipelineCommand::Stop)));
+    t.join();
+    EXPECT_TRUE(same_bits(got, expected));
+}
+
 TEST(Pipeline, EachStageHoldsOnlyItsLayersWeightsAndCaches) {
     const auto whole = graph::Model::load(model_file("llama"));
     const graph::Graph& g = whole->graph();
