@@ -252,7 +252,8 @@ void Engine::copy_block(int32_t from, int32_t to) {
 // Gives every token of the batch a writable row: a new block where its sequence has none yet, a
 // private copy of a shared or registered block it would write into. Counted first, so a pool that is
 // short changes nothing.
-void Engine::prepare_blocks(std::span<const BatchToken> batch, const std::vector<int64_t>& positions) {
+std::set<std::pair<SeqId, int64_t>> Engine::count_blocks(std::span<const BatchToken> batch,
+                                                          const std::vector<int64_t>& positions) const {
     std::set<std::pair<SeqId, int64_t>> blocks;  // (sequence, block index) the batch writes into
     for (size_t i = 0; i < batch.size(); ++i) blocks.insert({batch[i].seq, positions[i] / kKvBlockSize});
     int64_t needed = 0;
@@ -264,6 +265,11 @@ void Engine::prepare_blocks(std::span<const BatchToken> batch, const std::vector
         throw KvPoolFull("the KV pool has " + std::to_string(pool_.n_available()) + " of " +
                          std::to_string(pool_.n_blocks()) + " blocks free or cached, this batch needs " +
                          std::to_string(needed));
+    return blocks;
+}
+
+void Engine::prepare_blocks(std::span<const BatchToken> batch, const std::vector<int64_t>& positions) {
+    const std::set<std::pair<SeqId, int64_t>> blocks = count_blocks(batch, positions);
     for (const auto& [seq, index] : blocks) {  // in order of index per sequence, so tables grow in order
         Sequence& s = sequences_[size_t(seq)];
         if (size_t(index) == s.blocks.size()) {
@@ -340,7 +346,34 @@ void Engine::register_full_blocks(Sequence& s) {
 }
 
 std::span<const float> Engine::decode(std::span<const BatchToken> batch) {
-    return output_rows(run_pass(batch, false), false);
+    const int64_t n = int64_t(batch.size());
+    const bool leads = stage_ && stage_->n_ranks > 1 && stage_->first();
+    const int64_t chunks = leads && options_.micro_batch > 0 && n <= options_.max_batch
+                               ? std::min<int64_t>(n / options_.micro_batch, 2 * stage_->n_ranks)
+                               : 1;
+    if (chunks <= 1) return output_rows(run_pass(batch, false), false);
+
+    // Rank 0 of a pipeline, a batch of many tokens (a prompt): chunks follow each other down the
+    // ranks, so while rank 1 runs chunk c rank 0 runs chunk c + 1. The bits are one pass's (a
+    // sequence's tokens stay in order, and chunking changes no sum). The whole batch is checked
+    // first, so one that does not fit consumes nothing.
+    std::map<SeqId, int64_t> next;
+    const std::vector<int64_t> positions = positions_of(batch, next);
+    count_blocks(batch, positions);
+    std::vector<size_t> wanted;
+    for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+        wanted.push_back(run_pass(batch.subspan(size_t(begin), size_t(end - begin)), false).n_wanted);
+    }
+    size_t rows = 0;
+    for (size_t w : wanted) rows += w;
+    selected_.resize(rows * size_t(n_vocab_));
+    float* at = selected_.data();
+    for (size_t w : wanted) {  // each chunk's rows, as the last rank sent them
+        pipeline_->link().recv(stage_->n_ranks - 1, output_tag(engine_id_), at, w * size_t(n_vocab_) * sizeof(float));
+        at += w * size_t(n_vocab_);
+    }
+    return selected_;
 }
 
 std::span<const float> Engine::embed(std::span<const BatchToken> batch) {
@@ -389,15 +422,10 @@ void Engine::exchange_activations(const BoundPlan& bp, int64_t n_tokens, bool be
                   size_t(n_tokens * stage_->width_out) * sizeof(float));
 }
 
-Engine::Pass Engine::run_pass(std::span<const BatchToken> batch, bool embedding) {
-    const int64_t n = int64_t(batch.size());
-    if (n < 1 || n > options_.max_batch)
-        throw std::invalid_argument("decode: a batch of " + std::to_string(n) + " tokens, expected 1 .. " +
-                                    std::to_string(options_.max_batch));
-    // Each token's position: its sequence's length plus the sequence's tokens before it in the batch.
+// Each token's position: its sequence's length plus the sequence's tokens before it in the batch
+// (`next`: each sequence's length after the batch). Throws for a bad sequence or token and ContextFull.
+std::vector<int64_t> Engine::positions_of(std::span<const BatchToken> batch, std::map<SeqId, int64_t>& next) const {
     std::vector<int64_t> positions(batch.size());
-    std::map<SeqId, int64_t> next;
-    std::vector<int32_t> rows;
     for (size_t i = 0; i < batch.size(); ++i) {
         const BatchToken& bt = batch[i];
         if (!has_sequence(bt.seq))
@@ -413,8 +441,20 @@ Engine::Pass Engine::run_pass(std::span<const BatchToken> batch, bool embedding)
             throw ContextFull("sequence " + std::to_string(bt.seq) + " is full: position " +
                               std::to_string(positions[i]) + " is past its context of " +
                               std::to_string(n_ctx_) + " positions");
-        if (bt.logits) rows.push_back(int32_t(i));
     }
+    return positions;
+}
+
+Engine::Pass Engine::run_pass(std::span<const BatchToken> batch, bool embedding) {
+    const int64_t n = int64_t(batch.size());
+    if (n < 1 || n > options_.max_batch)
+        throw std::invalid_argument("decode: a batch of " + std::to_string(n) + " tokens, expected 1 .. " +
+                                    std::to_string(options_.max_batch));
+    std::map<SeqId, int64_t> next;
+    const std::vector<int64_t> positions = positions_of(batch, next);
+    std::vector<int32_t> rows;
+    for (size_t i = 0; i < batch.size(); ++i)
+        if (batch[i].logits) rows.push_back(int32_t(i));
     const size_t n_wanted = rows.size();
     if (rows.empty()) rows.push_back(int32_t(n - 1));  // a plan computes at least one row; it is not returned
     if (pipeline_ && pipeline_->leads()) {

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -50,6 +51,9 @@ struct EngineOptions {
     int n_threads = 0;         // 0: every core
     int64_t max_batch = 256;   // tokens in one forward pass at most
     bool prefix_cache = true;  // keep full blocks under their prefix for later sequences to share
+    // Over a pipeline (engine/pipeline.h): rank 0 cuts a batch into chunks of at least this many
+    // tokens, up to 2 per rank, that follow each other down the ranks; 0: one pass a batch.
+    int64_t micro_batch = 32;
     ops::SimdLevel simd = ops::active_simd_level();  // the kernels' level in every plan (ops/cpu.h)
 };
 
@@ -156,6 +160,9 @@ class Engine {
     std::span<const float> output_rows(const Pass& pass, bool embedding);
     void tell(const PipelineMessage& m);  // rank 0 of a pipeline: to the other ranks
     SeqId new_sequence();                 // add_sequence's work, told by its caller
+    std::vector<int64_t> positions_of(std::span<const BatchToken> batch, std::map<SeqId, int64_t>& next) const;
+    std::set<std::pair<SeqId, int64_t>> count_blocks(std::span<const BatchToken> batch,
+                                                     const std::vector<int64_t>& positions) const;
     void exchange_activations(const BoundPlan& bp, int64_t n_tokens, bool before_run);
     Sequence& sequence(SeqId seq);
     const Sequence& sequence(SeqId seq) const;

@@ -15,7 +15,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <mutex>
+#include <vector>
 #include <thread>
 
 #include "engine/stage_link.h"
@@ -35,19 +37,26 @@ class MpiLink : public StageLink {
             set_timeout_s(std::atof(t));
     }
     ~MpiLink() override {
+        poll([this] { return pending_.empty(); }, "sending to", rank_, 0);  // until every send is taken
         std::lock_guard lock(mutex_);
         MPI_Finalize();
     }
     int rank() const override { return rank_; }
     int n_ranks() const override { return n_ranks_; }
 
+    // The bytes are copied and sent in the background: a send never waits for its receiver, so two
+    // ranks sending to each other at once (rank 0 the next chunk's activations, the last rank the
+    // rows of the one before) cannot block each other. Sends still under way are completed by every
+    // later call and before MPI_Finalize; one that no receiver takes within the timeout ends every rank.
     void send(int to, int tag, const void* data, size_t bytes) override {
-        MPI_Request request;
-        {
-            std::lock_guard lock(mutex_);
-            MPI_Isend(data, int(bytes), MPI_BYTE, to, tag, MPI_COMM_WORLD, &request);
-        }
-        wait(request, "sending to", to, timeout_s());
+        const auto* p = static_cast<const uint8_t*>(data);
+        std::lock_guard lock(mutex_);
+        complete_sends();
+        Pending& s = pending_.emplace_back();
+        s.bytes.assign(p, p + bytes);
+        s.to = to;
+        s.start = Clock::now();
+        MPI_Isend(s.bytes.data(), int(bytes), MPI_BYTE, to, tag, MPI_COMM_WORLD, &s.request);
     }
     void recv(int from, int tag, void* data, size_t bytes) override {
         MPI_Request request;
@@ -104,19 +113,43 @@ class MpiLink : public StageLink {
         for (;;) {
             {
                 std::lock_guard lock(mutex_);
+                complete_sends();
                 if (done()) return;
+                if (!pending_.empty() && seconds_since(pending_.front().start) > this->timeout_s()) {
+                    peer = pending_.front().to;
+                    what = "sending to";
+                    timeout_s = this->timeout_s();
+                    break;
+                }
             }
-            const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-            if (timeout_s > 0 && waited > timeout_s)
-                // Whichever thread waits (the server's scheduler, an embedder), the pipeline is broken:
-                // every rank ends now, not only the caller.
-                abort_all("rank " + std::to_string(rank_) + ": " + what + " rank " + std::to_string(peer) +
-                          ": nothing for " + std::to_string(int(timeout_s)) +
-                          " s (GRAPHRUN_STAGE_TIMEOUT): that rank died or hangs");
-            if (waited > 0.002) std::this_thread::sleep_for(std::chrono::microseconds(200));
+            if (timeout_s > 0 && seconds_since(start) > timeout_s) break;
+            if (seconds_since(start) > 0.002) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        // Whichever thread waits (the server's scheduler, an embedder), the pipeline is broken:
+        // every rank ends now, not only the caller.
+        abort_all("rank " + std::to_string(rank_) + ": " + what + " rank " + std::to_string(peer) + ": nothing for " +
+                  std::to_string(int(timeout_s)) + " s (GRAPHRUN_STAGE_TIMEOUT): that rank died or hangs");
+    }
+    // Under the lock: the sends their receivers took are done with.
+    void complete_sends() {
+        while (!pending_.empty()) {
+            int flag = 0;
+            MPI_Test(&pending_.front().request, &flag, MPI_STATUS_IGNORE);
+            if (!flag) break;
+            pending_.pop_front();
         }
     }
+    static double seconds_since(Clock::time_point t) {
+        return std::chrono::duration<double>(Clock::now() - t).count();
+    }
 
+    struct Pending {
+        std::vector<uint8_t> bytes;
+        int to = 0;
+        Clock::time_point start;
+        MPI_Request request;
+    };
+    std::deque<Pending> pending_;  // in the order sent; MPI completes them in order per receiver
     std::mutex mutex_;
     int rank_ = 0, n_ranks_ = 1;
 };

@@ -60,8 +60,9 @@ std::vector<float> alone(const std::string& file) {
 }
 
 // Rank 0 drives the engine; ranks 1 .. n-1 follow on their own threads.
+// micro_batch: rank 0 cuts batches into chunks of at least this many tokens (0: never).
 std::vector<float> over_ranks(const std::string& file, int n_ranks, const std::string& stages,
-                              std::vector<std::string>* summaries = nullptr) {
+                              std::vector<std::string>* summaries = nullptr, int64_t micro_batch = 0) {
     std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(n_ranks);
     std::vector<std::string> lines(static_cast<size_t>(n_ranks));
     std::vector<std::thread> followers;
@@ -73,7 +74,7 @@ std::vector<float> over_ranks(const std::string& file, int n_ranks, const std::s
     std::vector<float> out;
     {
         auto model = graph::Model::load(file, "", pipelines[0].get());
-        Engine e(model, {.n_ctx = 128, .n_seq = 4, .n_threads = 1, .max_batch = 64});
+        Engine e(model, {.n_ctx = 128, .n_seq = 4, .n_threads = 1, .max_batch = 64, .micro_batch = micro_batch});
         drive(e, out);
         lines[0] = pipelines[0]->summary();
     }
@@ -94,6 +95,8 @@ TEST(Pipeline, TwoRanksGiveTheBitsOfOneProcessForLlamaAndQwen3) {
         ASSERT_EQ(one.size(), size_t(1 + 3 + 6 * 3 + 1 + 8 + 1) * 320) << arch;
         EXPECT_TRUE(same_bits(over_ranks(file, 2, ""), one)) << arch;
         EXPECT_TRUE(same_bits(over_ranks(file, 2, "0-0,1-4"), one)) << arch;
+        // The 43-token batch in 4 chunks of 10-11 tokens, one after another down the ranks.
+        EXPECT_TRUE(same_bits(over_ranks(file, 2, "", nullptr, 8), one)) << arch;
     }
 }
 
@@ -101,6 +104,7 @@ TEST(Pipeline, ThreeRanksGiveTheBitsOfOneProcess) {
     const std::string file = model_file("llama");
     std::vector<std::string> lines;
     EXPECT_TRUE(same_bits(over_ranks(file, 3, "0-1,2-2,3-4", &lines), alone(file)));
+    EXPECT_TRUE(same_bits(over_ranks(file, 3, "0-1,2-2,3-4", nullptr, 5), alone(file)));  // 6 chunks
     EXPECT_THAT(lines[0], HasSubstr("rank 0 of 3: layers 0-1 of 5"));
     EXPECT_THAT(lines[1], HasSubstr("rank 1 of 3: layers 2-2 of 5"));
     EXPECT_THAT(lines[2], HasSubstr("rank 2 of 3: layers 3-4 of 5"));
@@ -129,6 +133,37 @@ TEST(Pipeline, EmbeddingsOverTwoRanksAreTheBitsOfOneProcess) {
         Engine e(graph::Model::load(file, "", &lead), {.n_ctx = 64, .n_threads = 1, .max_batch = 32});
         EXPECT_EQ(e.n_embd(), 32);
         got = embed_all(e);
+    }
+    lead.tell(graph::PipelineMessage().put(int64_t(graph::PipelineCommand::Stop)));
+    t.join();
+    EXPECT_TRUE(same_bits(got, expected));
+}
+
+// A batch cut into chunks is checked whole: one that does not fit the pool consumes nothing on
+// any rank, and the engines go on as one process's.
+TEST(Pipeline, AChunkedBatchThatDoesNotFitConsumesNothing) {
+    const std::string file = model_file("llama");
+    const std::vector<int32_t> prompt = testing::random_tokens(40, 320, 9);
+    auto run = [&](Engine& e) {
+        const SeqId s = e.add_sequence();
+        std::vector<BatchToken> batch;
+        for (int32_t t : prompt) batch.push_back({s, t, true});
+        EXPECT_THROW(e.decode(batch), graph::KvPoolFull);  // 3 blocks needed, 2 in the pool
+        EXPECT_EQ(e.length(s), 0);
+        batch.resize(32);
+        const std::span<const float> rows = e.decode(batch);
+        return std::vector<float>(rows.begin(), rows.end());
+    };
+    const graph::EngineOptions o{.n_ctx = 64, .kv_blocks = 2, .n_threads = 1, .max_batch = 64, .micro_batch = 8};
+    Engine one(graph::Model::load(file), o);
+    const std::vector<float> expected = run(one);
+    std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(2);
+    graph::Pipeline lead(std::move(links[0]), ""), follower(std::move(links[1]), "");
+    std::thread t([&] { follower.follow(); });
+    std::vector<float> got;
+    {
+        Engine e(graph::Model::load(file, "", &lead), o);
+        got = run(e);
     }
     lead.tell(graph::PipelineMessage().put(int64_t(graph::PipelineCommand::Stop)));
     t.join();
