@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "runtime/text/grammar.h"
 #include "server/api_error.h"
@@ -228,7 +229,9 @@ std::optional<CompletionRun::Piece> CompletionRun::next(std::chrono::millisecond
             ToolCallReply reply = tool_calls_->finish();
             piece.text += reply.content;
             piece.tool_calls = std::move(reply.calls);
-            if (!piece.tool_calls.empty()) piece.finish_reason = "tool_calls";
+            // A reply cut off keeps "length" with the calls it completed: more may have followed.
+            if (!piece.tool_calls.empty() && std::string_view(piece.finish_reason) == "stop")
+                piece.finish_reason = "tool_calls";
         }
     }
     // The tokens whose text has begun to be shown; at the end, all of them but those a stop string or
