@@ -2,13 +2,14 @@
 // and results of a conversation written into its turns, the calls read back out of a reply, and the
 // grammar that holds a reply to calls of the given functions (tool_choice "required" or a name).
 //
-//   family          tools go in          the model calls with                                  results go in
-//   chatml (Qwen2,  the system turn,     <tool_call>\n{"name": N, "arguments": {..}}\n</tool_call>  a user turn of
-//   Qwen3, Hermes)  as <tools> JSON      (one block a call)                                     <tool_response>\n..\n</tool_response>
-//   llama3 (3.1,    the first user turn  {"name": N, "parameters": {..}}  (one object a line)  an ipython turn each
-//   3.2)            (system: Environment: ipython)
-//   any other       the system turn,     <tool_call>{"name": N, "arguments": {..}}</tool_call>  a user turn of
-//   (generic)       one tool a line      on one line (the plain template ends a reply at "\n")  <tool_response>..</tool_response>
+//   chatml (Qwen2, Qwen3, Hermes): tools as <tools> JSON in the system turn; a call is
+//       <tool_call>\n{"name": N, "arguments": {..}}\n</tool_call>; results are a user turn of
+//       <tool_response>\n..\n</tool_response> blocks
+//   llama3 (3.1, 3.2): "Environment: ipython" in the system turn, the tools in the first user turn;
+//       a call is {"name": N, "parameters": {..}}, one object a line; each result an ipython turn
+//   any other (generic): one tool a line in the system turn; a call is
+//       <tool_call>{"name": N, "arguments": {..}}</tool_call> on one line (the plain template ends
+//       a reply at "\n"); results are a user turn of <tool_response>..</tool_response>
 //
 // The texts are those of Qwen2.5's and Llama 3.1's Jinja templates (tools as their tojson writes
 // them); the generic one is graphrun's. A call is read back only when it is well formed: valid JSON,
