@@ -121,7 +121,11 @@ void check_fields(const CompletionRequest& r, bool chat) {
     for (const std::string& stop : r.stop)
         if (stop.empty()) broken("an empty stop string was accepted");
     for (const ChatMessage& m : r.messages)
-        if (m.role != "system" && m.role != "user" && m.role != "assistant") broken("role '" + m.role + "' accepted");
+        if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool")
+            broken("role '" + m.role + "' accepted");
+    for (const ChatTool& t : r.tools)
+        if (t.name.empty() || t.name.size() > 64) broken("tool name '" + t.name + "' accepted");
+    if (r.tool_required && r.tools.empty()) broken("a required tool call with no tools was accepted");
     for (const int32_t id : r.prompt_ids)
         if (id < 0) broken("a negative prompt id was accepted");
 }

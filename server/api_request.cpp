@@ -2,6 +2,7 @@
 #include "server/api_request.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -207,7 +208,8 @@ void check_other_fields(const json& body, bool chat) {
         "repeat_penalty", "seed", "stop", "stream", "stream_options", "logprobs", "logit_bias", "n",
         "response_format", "grammar"};
     // echo: the prompt's text and log-probabilities first (max_tokens 0: only those, lm-eval's loglikelihood).
-    static constexpr std::string_view kHonouredChat[] = {"messages", "max_completion_tokens", "top_logprobs"};
+    static constexpr std::string_view kHonouredChat[] = {"messages", "max_completion_tokens", "top_logprobs", "tools",
+                                                         "tool_choice", "parallel_tool_calls"};
     static constexpr std::string_view kHonouredCompletions[] = {"prompt", "echo"};
     static constexpr std::string_view kNoEffectStrings[] = {"user", "safety_identifier", "prompt_cache_key",
                                                             "service_tier"};
@@ -223,16 +225,13 @@ void check_other_fields(const json& body, bool chat) {
         } else if (key == "store") {
             if (!value.is_boolean()) wrong_type(key, "a boolean", value);
             if (value.get<bool>()) unsupported(key, "is true: it asks for the answer to be kept for later retrieval");
-        } else if (chat && key == "parallel_tool_calls") {
-            if (!value.is_boolean()) wrong_type(key, "a boolean", value);  // no tools are called at all
-        } else if (chat && (key == "tools" || key == "functions")) {
+        } else if (chat && key == "functions") {  // OpenAI's deprecated form of tools
             if (!value.is_array()) wrong_type(key, "an array", value);
-            if (!value.empty()) unsupported(key, "holds " + std::to_string(value.size()) + " tools: tool calling");
-        } else if (chat && (key == "tool_choice" || key == "function_call")) {
-            // "none" is what happens; so is "auto" while no tools are given (tools are refused).
+            if (!value.empty()) unsupported(key, "holds " + std::to_string(value.size()) + " functions (give them as 'tools')");
+        } else if (chat && key == "function_call") {
             const bool no_call = value.is_string() && (value.get<std::string>() == "none" ||
                                                        value.get<std::string>() == "auto");
-            if (!no_call) unsupported(key, "is " + value.dump() + ": tool calling");
+            if (!no_call) unsupported(key, "is " + value.dump() + " (give 'tool_choice')");
         } else if (chat && key == "modalities") {
             if (!value.is_array()) wrong_type(key, "an array", value);
             for (const json& m : value)
@@ -253,20 +252,20 @@ void check_other_fields(const json& body, bool chat) {
     }
 }
 
-// A tool call of an assistant message, written as the Hermes/Qwen tool format writes it (the form
-// chat models that call tools were trained on, and readable to those that were not):
-//   <tool_call>
-//   {"name": "get_weather", "arguments": {"city": "Paris"}}
-//   </tool_call>
-// `arguments` is OpenAI's JSON text, written as it came (it is not parsed: it can be anything).
-std::string tool_call_text(const json& call, const std::string& at) {
+// A tool call of an assistant message. `arguments` is OpenAI's JSON text, kept as it came (it is not
+// parsed: it can be anything); the chat template writes it in its tool format (tool_calls.h).
+ChatToolCall read_tool_call(const json& call, const std::string& at) {
     if (!call.is_object()) wrong_type(at, "an object", call);
     for (const auto& [key, value] : call.items())
         if (!value.is_null() && key != "id" && key != "type" && key != "function")
             unknown_field(at + "." + key, "of a tool call");
     if (const json* type = field(call, "type"); type && *type != "function")
         bad(at + ".type", "'" + at + ".type' must be \"function\", got " + type->dump());
-    if (const json* id = field(call, "id"); id && !id->is_string()) wrong_type(at + ".id", "a string", *id);
+    ChatToolCall out;
+    if (const json* id = field(call, "id")) {
+        if (!id->is_string()) wrong_type(at + ".id", "a string", *id);
+        out.id = id->get<std::string>();
+    }
     const json* function = field(call, "function");
     if (!function) bad(at + ".function", "'" + at + ".function' is missing", "missing_field");
     if (!function->is_object()) wrong_type(at + ".function", "an object", *function);
@@ -276,13 +275,114 @@ std::string tool_call_text(const json& call, const std::string& at) {
     const json* name = field(*function, "name");
     if (!name) bad(at + ".function.name", "'" + at + ".function.name' is missing", "missing_field");
     if (!name->is_string()) wrong_type(at + ".function.name", "a string", *name);
-    std::string arguments = "{}";
+    out.name = name->get<std::string>();
+    out.arguments = "{}";
     if (const json* args = field(*function, "arguments")) {
         if (!args->is_string()) wrong_type(at + ".function.arguments", "a string (JSON text)", *args);
-        arguments = args->get<std::string>();
+        out.arguments = args->get<std::string>();
     }
-    return "<tool_call>\n{\"name\": " + name->dump(-1, ' ', false, json::error_handler_t::replace) +
-           ", \"arguments\": " + arguments + "}\n</tool_call>";
+    return out;
+}
+
+// tools: [{"type": "function", "function": {"name", "description", "parameters", "strict"}}]. A name
+// is 1-64 of [a-zA-Z0-9_-] (OpenAI's rule) and unique; parameters is a JSON schema the converter takes
+// (json_schema.h), since a required call is constrained by it; strict is accepted (every constrained
+// call keeps to its schema).
+std::vector<ChatTool> get_tools(const json& body) {
+    const json* v = field(body, "tools");
+    if (!v) return {};
+    if (!v->is_array()) wrong_type("tools", "an array", *v);
+    if (v->size() > kMaxTools)
+        bad("tools", "'tools' holds " + std::to_string(v->size()) + " tools, at most " + std::to_string(kMaxTools));
+    std::vector<ChatTool> tools;
+    for (size_t i = 0; i < v->size(); ++i) {
+        const json& t = (*v)[i];
+        const std::string at = "tools[" + std::to_string(i) + "]";
+        if (!t.is_object()) wrong_type(at, "an object", t);
+        for (const auto& [key, value] : t.items())
+            if (!value.is_null() && key != "type" && key != "function") unknown_field(at + "." + key, "of a tool");
+        const json* type = field(t, "type");
+        if (!type || *type != "function")
+            bad(at + ".type", "'" + at + ".type' must be \"function\" (the only kind of tool graphrun serves)");
+        const json* f = field(t, "function");
+        if (!f) bad(at + ".function", "'" + at + ".function' is missing", "missing_field");
+        if (!f->is_object()) wrong_type(at + ".function", "an object", *f);
+        ChatTool tool;
+        for (const auto& [key, value] : f->items()) {
+            if (value.is_null()) continue;
+            const std::string name = at + ".function." + key;
+            if (key == "name" || key == "description") {
+                if (!value.is_string()) wrong_type(name, "a string", value);
+            } else if (key == "strict") {
+                if (!value.is_boolean()) wrong_type(name, "a boolean", value);
+            } else if (key == "parameters") {
+                if (!value.is_object()) wrong_type(name, "an object (a JSON schema)", value);
+                try {
+                    (void)json_schema_to_gbnf(value.dump());
+                } catch (const JsonSchemaError& e) {
+                    bad(name, "'" + name + "' is refused: " + e.what());
+                }
+                tool.parameters = value.dump();
+            } else {
+                unknown_field(name, "of a function");
+            }
+        }
+        const json* name = field(*f, "name");
+        if (!name) bad(at + ".function.name", "'" + at + ".function.name' is missing", "missing_field");
+        tool.name = name->get<std::string>();
+        const bool well_named = !tool.name.empty() && tool.name.size() <= 64 &&
+                                std::all_of(tool.name.begin(), tool.name.end(), [](char c) {
+                                    return std::isalnum(uint8_t(c)) || c == '_' || c == '-';
+                                });
+        if (!well_named)
+            bad(at + ".function.name", "'" + at + ".function.name' must be 1 to 64 letters, digits, '_' or '-', got " +
+                                           name->dump());
+        for (size_t j = 0; j < tools.size(); ++j)
+            if (tools[j].name == tool.name)
+                bad(at + ".function.name", "'" + at + ".function.name' is \"" + tool.name + "\", as tools[" +
+                                               std::to_string(j) + "] is: names must differ");
+        if (const json* d = field(*f, "description")) tool.description = d->get<std::string>();
+        tools.push_back(std::move(tool));
+    }
+    return tools;
+}
+
+// tool_choice: "none" (the tools are not shown, nothing is called), "auto" (the default: the reply
+// is read for calls), "required" (a call of some tool, constrained), or {"type": "function",
+// "function": {"name": N}} (a call of N, constrained).
+void get_tool_choice(const json& body, CompletionRequest& r) {
+    r.parallel_tool_calls = get_bool(body, "parallel_tool_calls", true);
+    const json* v = field(body, "tool_choice");
+    if (!v) return;
+    if (v->is_string()) {
+        const std::string c = v->get<std::string>();
+        if (c == "none") {
+            r.tools.clear();
+        } else if (c == "required") {
+            if (r.tools.empty()) bad("tool_choice", "'tool_choice' is \"required\" but 'tools' is empty");
+            r.tool_required = true;
+        } else if (c != "auto") {
+            bad("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a function, got " + v->dump());
+        }
+        return;
+    }
+    if (!v->is_object()) wrong_type("tool_choice", "a string or an object", *v);
+    for (const auto& [key, value] : v->items())
+        if (!value.is_null() && key != "type" && key != "function")
+            unknown_field("tool_choice." + key, "of tool_choice");
+    const json* type = field(*v, "type");
+    if (!type || *type != "function")
+        bad("tool_choice.type", "'tool_choice.type' must be \"function\" (allowed_tools and custom are not served)");
+    const json* f = field(*v, "function");
+    if (!f || !f->is_object()) bad("tool_choice.function", "'tool_choice.function' must be an object", "invalid_type");
+    const json* name = field(*f, "name");
+    if (!name || !name->is_string())
+        bad("tool_choice.function.name", "'tool_choice.function.name' must be a string", "invalid_type");
+    const auto it = std::find_if(r.tools.begin(), r.tools.end(), [&](const ChatTool& t) { return t.name == *name; });
+    if (it == r.tools.end())
+        bad("tool_choice.function.name", "'tool_choice.function.name' is " + name->dump() + ", which 'tools' does not hold");
+    r.tools = {*it};
+    r.tool_required = true;
 }
 
 std::vector<ChatMessage> get_messages(const json& body) {
@@ -318,23 +418,16 @@ std::vector<ChatMessage> get_messages(const json& body) {
                 bad(at + ".tool_call_id", "'" + at + ".tool_call_id' is missing: a tool message answers a call",
                     "missing_field");
             if (!id->is_string()) wrong_type(at + ".tool_call_id", "a string", *id);
-            // Consecutive tool results (parallel calls) are one user turn, so every template keeps its
-            // alternation of user and assistant.
-            const std::string wrapped = "<tool_response>\n" + text + "\n</tool_response>";
-            if (!messages.empty() && messages.back().role == "user" && (*v)[i - 1].value("role", "") == "tool")
-                messages.back().content += "\n" + wrapped;
-            else
-                messages.push_back({"user", wrapped});
+            messages.push_back({"tool", std::move(text), {}, id->get<std::string>()});
             continue;
         }
         if (field(m, "tool_call_id"))
             bad(at + ".tool_call_id", "'" + at + ".tool_call_id' is for tool messages, this one is " + r);
-        // The calls follow what the assistant said, each on lines of its own.
+        std::vector<ChatToolCall> tool_calls;
         for (size_t j = 0; has_calls && j < calls->size(); ++j)
-            text += (text.empty() ? "" : "\n") +
-                    tool_call_text((*calls)[j], at + ".tool_calls[" + std::to_string(j) + "]");
+            tool_calls.push_back(read_tool_call((*calls)[j], at + ".tool_calls[" + std::to_string(j) + "]"));
         // OpenAI's "developer" is the system message of newer models.
-        messages.push_back({r == "developer" ? "system" : r, std::move(text)});
+        messages.push_back({r == "developer" ? "system" : r, std::move(text), std::move(tool_calls)});
     }
     return messages;
 }
@@ -424,9 +517,11 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
         if (!m->is_string()) wrong_type("model", "a string", *m);
         r.model = m->get<std::string>();
     }
-    if (chat)
+    if (chat) {
         r.messages = get_messages(body);
-    else
+        r.tools = get_tools(body);
+        get_tool_choice(body, r);
+    } else
         get_prompt(body, r);
 
     // The scheduler's own ceiling (graph/limits.h): above it the job would be refused in its words.
@@ -449,6 +544,8 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
     s.seed = seed < 0 ? kSamplerRandomSeed : uint64_t(seed);
     s.logit_bias = get_logit_bias(body);
     r.grammar = get_grammar(body);
+    if (r.grammar && !r.tools.empty())
+        bad("tools", "give either 'tools' or a grammar ('response_format' json, 'grammar'), not both, or tool_choice \"none\"");
 
     r.stop = get_stop(body);
     r.stream = get_bool(body, "stream", false);

@@ -5,7 +5,7 @@
 // is absent or null takes its default. Nothing is ignored silently: every other field is honoured,
 // on a short documented list of fields accepted without effect (user, metadata, ...), or an
 // ApiError 400 whose `param` names it — an unknown field, or one graphrun does not honour yet with
-// the value given (tools, best_of > 1, suffix; docs/server.md lists them).
+// the value given (best_of > 1, suffix, functions; docs/server.md lists them).
 // A known field of the wrong type or out of its range is a 400 too; each message names the field,
 // what it must be and what it was. Sampling defaults are llama.cpp's (runtime/text/sampler.h), as
 // llama-server's are.
@@ -49,7 +49,16 @@ struct CompletionRequest {
     // response_format json_object / json_schema, or a GBNF `grammar`: what the output keeps to (the
     // vocabulary is the server's, joined to it when the job is made). null: unconstrained.
     std::shared_ptr<const Grammar> grammar{};
+    // Chat: the functions the model may call (runtime/text/tool_calls.h renders them in the model's
+    // chat template). tool_choice "none" gives none here; with `tool_required` the reply is
+    // grammar-constrained to calls of `tools` (a named tool_choice leaves only that one).
+    std::vector<ChatTool> tools{};
+    bool tool_required = false;
+    bool parallel_tool_calls = true;  // false: at most one call
 };
+
+inline constexpr size_t kMaxTools = 128;
+inline constexpr size_t kMaxParallelToolCalls = 8;  // calls read from one reply
 
 // Parses the text of a request body (malformed JSON is a 400 naming the byte) and checks it.
 CompletionRequest parse_completion_request(const std::string& body, bool chat);

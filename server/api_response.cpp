@@ -127,6 +127,32 @@ json chunk_json(const AnswerHeader& h, const std::string& text, const char* fini
             {"choices", json::array({choice})}};
 }
 
+json tool_calls_json(const AnswerHeader& h, int64_t index, const std::vector<ChatToolCall>& calls, bool streamed) {
+    json out = json::array();
+    const std::string answer = h.id.substr(h.id.find('-') + 1);
+    for (size_t i = 0; i < calls.size(); ++i) {
+        json call = {{"id", "call_" + answer + "_" + std::to_string(index) + "_" + std::to_string(i)},
+                     {"type", "function"},
+                     {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+        if (streamed) call["index"] = i;
+        out.push_back(std::move(call));
+    }
+    return out;
+}
+
+void add_tool_calls(json& choice, const AnswerHeader& h, int64_t index, const std::vector<ChatToolCall>& calls) {
+    if (calls.empty()) return;
+    json& message = choice["message"];
+    if (message["content"] == "") message["content"] = nullptr;
+    message["tool_calls"] = tool_calls_json(h, index, calls, false);
+}
+
+json tool_calls_chunk_json(const AnswerHeader& h, int64_t index, const std::vector<ChatToolCall>& calls) {
+    json chunk = chunk_json(h, "", nullptr, nullptr, false, index);
+    chunk["choices"][0]["delta"] = {{"tool_calls", tool_calls_json(h, index, calls, true)}};
+    return chunk;
+}
+
 json usage_chunk_json(const AnswerHeader& h, int64_t prompt_tokens, int64_t completion_tokens) {
     return {{"id", h.id},
             {"object", h.chat ? "chat.completion.chunk" : "text_completion"},

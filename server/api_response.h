@@ -51,6 +51,14 @@ nlohmann::json answer_json(const AnswerHeader& h, const std::string& text, const
 // chunk with no choices.
 nlohmann::json chunk_json(const AnswerHeader& h, const std::string& text, const char* finish_reason,
                           const nlohmann::json& logprobs, bool first, int64_t index = 0);
+// The tool calls of choice `index` (OpenAI's message.tool_calls): ids call_<answer>_<choice>_<i>,
+// arguments as JSON text. A whole answer's message gets them with content null when the reply said
+// nothing else; a stream sends them in one chunk whose delta.tool_calls carry their index.
+nlohmann::json tool_calls_json(const AnswerHeader& h, int64_t index, const std::vector<ChatToolCall>& calls,
+                               bool streamed);
+void add_tool_calls(nlohmann::json& choice, const AnswerHeader& h, int64_t index,
+                    const std::vector<ChatToolCall>& calls);
+nlohmann::json tool_calls_chunk_json(const AnswerHeader& h, int64_t index, const std::vector<ChatToolCall>& calls);
 nlohmann::json usage_chunk_json(const AnswerHeader& h, int64_t prompt_tokens, int64_t completion_tokens);
 
 // JSON text that never throws on invalid UTF-8 (a token piece can be part of a character).

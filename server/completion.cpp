@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
+#include "runtime/text/grammar.h"
 #include "server/api_error.h"
 
 namespace graphrun::server {
@@ -47,7 +49,7 @@ TokenLogprob logprob_of(std::span<const float> logits, int32_t token, int top) {
 std::vector<int32_t> prompt_ids(const ModelInfo& info, const CompletionRequest& r) {
     const Tokenizer& tok = info.tokenizer;
     if (r.chat) {
-        const std::string text = info.chat_template.apply(r.messages, /*add_generation_prompt=*/true);
+        const std::string text = info.chat_template.apply(r.messages, /*add_generation_prompt=*/true, r.tools);
         return tok.encode(text, tok.add_bos(), /*parse_special=*/true);
     }
     if (!r.prompt_is_ids) return tok.encode(r.prompt, tok.add_bos());
@@ -101,9 +103,22 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     if (request_.echo) echo_text_ = request_.prompt_is_ids ? info.tokenizer.decode(prompt_) : request_.prompt;
     // max_tokens 0 asks for the prompt alone, which the backend runs as a request for its rows.
     job.prompt_logits = (request_.echo && request_.logprobs) || job.max_tokens == 0;
-    if (request_.grammar) {
+    const size_t max_calls = request_.parallel_tool_calls ? kMaxParallelToolCalls : 1;
+    std::shared_ptr<const Grammar> grammar = request_.grammar;
+    if (chat && !request_.tools.empty()) {
+        tool_calls_.emplace(chat->format(), request_.tools, max_calls);
+        if (request_.tool_required) {
+            try {
+                grammar = std::make_shared<const Grammar>(
+                    grammar_parse(tool_call_gbnf(chat->format(), request_.tools, max_calls)));
+            } catch (const std::invalid_argument& e) {  // JsonSchemaError, GrammarError
+                throw ApiError(400, "invalid_value", std::string("the tools' call grammar is refused: ") + e.what(), "tools");
+            }
+        }
+    }
+    if (grammar) {
         auto constraint = std::make_shared<GrammarConstraint>();
-        constraint->grammar = request_.grammar;
+        constraint->grammar = grammar;
         constraint->vocab = info.grammar_vocab ? info.grammar_vocab : GrammarVocab::from_tokenizer(info.tokenizer);
         job.sampling.grammar = constraint;
     }
@@ -207,6 +222,17 @@ std::optional<CompletionRun::Piece> CompletionRun::next(std::chrono::millisecond
         }
         piece.last = true;
         piece.finish_reason = finish_reason_;
+    }
+    if (tool_calls_) {
+        piece.text = tool_calls_->push(piece.text);
+        if (piece.last) {
+            ToolCallReply reply = tool_calls_->finish();
+            piece.text += reply.content;
+            piece.tool_calls = std::move(reply.calls);
+            // A reply cut off keeps "length" with the calls it completed: more may have followed.
+            if (!piece.tool_calls.empty() && std::string_view(piece.finish_reason) == "stop")
+                piece.finish_reason = "tool_calls";
+        }
     }
     // The tokens whose text has begun to be shown; at the end, all of them but those a stop string or
     // the end of the turn left out (text " unto" from tokens " unto", " him" with stop " him": " unto").

@@ -7,7 +7,9 @@
 // messages rendered by the model's chat template (runtime/text/chat_template.h). The job stops at the
 // end-of-generation tokens (chat: the template's end of turn), at a stop string, at max_tokens or at
 // the end of the context; a stop found in the text cancels the job at once, so its sequence is free
-// before the next forward pass. Destroying an unfinished run cancels its job (a client went away).
+// before the next forward pass. With tools (chat), the reply's calls are read out of its text at the
+// end (runtime/text/tool_calls.h); tool_choice "required" or a named function constrains the reply to
+// calls by a grammar. Destroying an unfinished run cancels its job (a client went away).
 #pragma once
 
 #include <chrono>
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/text/tool_calls.h"
 #include "server/api_request.h"
 #include "server/backend.h"
 #include "server/http_server.h"
@@ -65,7 +68,8 @@ class CompletionRun {
         std::string text;  // whole UTF-8 characters
         std::vector<TokenLogprob> logprobs;  // the tokens this piece covers (when logprobs were asked for)
         bool last = false;
-        const char* finish_reason = nullptr;  // on the last piece: "stop" or "length"
+        const char* finish_reason = nullptr;  // on the last piece: "stop", "length" or "tool_calls"
+        std::vector<ChatToolCall> tool_calls;  // on the last piece: the calls read from the reply (tools)
     };
     // What the tokens that came since the last call add; nullopt when none came within `wait`.
     std::optional<Piece> next(std::chrono::milliseconds wait);
@@ -107,6 +111,7 @@ class CompletionRun {
     size_t prompt_rows_ = 0;  // prompt positions whose row came
     std::shared_ptr<Channel> channel_ = std::make_shared<Channel>();
     std::optional<ReplyText> text_;
+    std::optional<ToolCallStream> tool_calls_;  // chat with tools: the reply's calls held out of its text
     // Log-probabilities of tokens whose text is not shown yet (a possible stop string's beginning),
     // with where their text begins (ReplyText::received()): released with the text, or dropped when
     // a stop string or the end of the turn cuts it off.

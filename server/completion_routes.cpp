@@ -56,6 +56,7 @@ void answer_whole(ServerContext& ctx, const Runs& runs, const AnswerHeader& h, h
         std::string text;
         std::vector<TokenLogprob> logprobs;
         const char* finish = nullptr;
+        std::vector<ChatToolCall> calls;
         while (true) {
             std::optional<CompletionRun::Piece> piece = run.next(kHeartbeat);
             if (!piece) continue;
@@ -63,12 +64,14 @@ void answer_whole(ServerContext& ctx, const Runs& runs, const AnswerHeader& h, h
             logprobs.insert(logprobs.end(), piece->logprobs.begin(), piece->logprobs.end());
             if (piece->last) {
                 finish = piece->finish_reason;
+                calls = std::move(piece->tool_calls);
                 break;
             }
         }
         json lp = choice_logprobs(ctx, run, logprobs, run.echo_text().size());
         if (run.request().echo && !lp.is_null()) lp = concat_logprobs(echo_logprobs(ctx, run), lp);
         choices.push_back(choice_json(h, int64_t(i), run.echo_text() + text, finish, lp));
+        add_tool_calls(choices.back(), h, int64_t(i), calls);
     }
     res.set_content(dump(answer_json(h, std::move(choices), runs[0]->prompt_tokens(), completion_tokens(runs))),
                     "application/json");
@@ -118,6 +121,11 @@ void answer_stream(ServerContext& ctx, Runs runs, const AnswerHeader& h, std::sh
             }
             if (!piece->last) continue;
             c.done = true;
+            if (!piece->tool_calls.empty()) {
+                json j = tool_calls_chunk_json(h, int64_t(i), piece->tool_calls);
+                if (r.include_usage) j["usage"] = nullptr;
+                if (!send_event(sink, dump(j))) return false;
+            }
             if (!chunk("", piece->finish_reason, nullptr)) return false;
         }
         const auto now = std::chrono::steady_clock::now();

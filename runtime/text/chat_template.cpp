@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "runtime/gguf.h"
+#include "runtime/text/tool_calls.h"
 
 namespace graphrun {
 
@@ -217,7 +218,14 @@ const std::string& ChatTemplate::end_of_turn() const {
     return texts[index_of(format_)];
 }
 
-std::string ChatTemplate::apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
+std::string ChatTemplate::apply(std::span<const ChatMessage> in, bool add_generation_prompt,
+                                std::span<const ChatTool> tools) const {
+    // Tools, calls and results become the turns of the family's tool format first.
+    const bool any_tool = !tools.empty() || std::any_of(in.begin(), in.end(), [](const ChatMessage& m) {
+        return m.role == "tool" || !m.tool_calls.empty();
+    });
+    const std::vector<ChatMessage> rewritten = any_tool ? tool_turns(format_, in, tools) : std::vector<ChatMessage>();
+    const std::span<const ChatMessage> messages = any_tool ? std::span<const ChatMessage>(rewritten) : in;
     std::ostringstream out;
     switch (format_) {
         case ChatFormat::ChatMl:

@@ -37,9 +37,26 @@ class ChatTemplateError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A call an assistant message made (OpenAI's tool_calls[i]): `arguments` is JSON text, as it came.
+struct ChatToolCall {
+    std::string id;
+    std::string name;
+    std::string arguments;
+};
+
+// A function the model may call (OpenAI's tools[i].function); `parameters` is its JSON schema as
+// text, "" when it takes none.
+struct ChatTool {
+    std::string name;
+    std::string description;
+    std::string parameters;
+};
+
 struct ChatMessage {
-    std::string role;  // "system", "user" or "assistant"
+    std::string role;  // "system", "user", "assistant" or "tool" (a tool's result)
     std::string content;
+    std::vector<ChatToolCall> tool_calls{};  // assistant: the calls that follow its content
+    std::string tool_call_id{};              // tool: the call it answers
 };
 
 enum class ChatFormat {
@@ -71,8 +88,10 @@ class ChatTemplate {
     const std::string& name() const;
 
     // The conversation as text. With add_generation_prompt the text ends where the assistant's
-    // reply begins. Roles other than system/user/assistant are written as given.
-    std::string apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+    // reply begins. Roles other than system/user/assistant/tool are written as given. Tools, tool
+    // calls and tool results are written in the family's tool format (runtime/text/tool_calls.h).
+    std::string apply(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                      std::span<const ChatTool> tools = {}) const;
 
     // The text that closes the assistant's turn (<|im_end|>, <|eot_id|>, ...; "\n" for plain). A
     // reply stops at the token with this text, or at the text itself when no token has it.

@@ -18,9 +18,9 @@ namespace {
 using json = nlohmann::ordered_json;  // keeps properties in the order declared
 
 // The primitives every converted grammar shares: bounded whitespace, JSON strings, numbers, values.
-std::string primitives() {
+std::string primitives(bool compact = false) {
     const std::string ws = std::to_string(kJsonWsMax);
-    return "ws ::= [ \\t\\n\\r]{0," + ws + "}\n"
+    return (compact ? std::string("ws ::= \" \"?\n") : "ws ::= [ \\t\\n\\r]{0," + ws + "}\n") +
            "json-char ::= [^\"\\\\\\x00-\\x1f] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n"
            "json-string ::= \"\\\"\" json-char* \"\\\"\"\n"
            "json-int ::= \"-\"? (\"0\" | [1-9] [0-9]{0,15})\n"
@@ -70,13 +70,15 @@ std::string pointer_token(const std::string& key) {
 
 class Converter {
   public:
-    explicit Converter(const json& root) : root_(root) {}
+    // Rules are named prefix + "r1", "r2", ...
+    Converter(const json& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
 
-    std::string run() {
+    // `name ::= ...` and the rules it uses, without the primitives.
+    std::string rules(const std::string& name) {
         const std::string top = visit(root_, "#");
-        std::string out = "root ::= " + top + "\n";
-        for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-        return out + primitives();
+        std::string out = name + " ::= " + top + "\n";
+        for (const auto& [rule, body] : rules_) out += rule + " ::= " + body + "\n";
+        return out;
     }
 
   private:
@@ -99,7 +101,7 @@ class Converter {
     };
 
     std::string new_rule(const std::string& path, std::string body) {
-        std::string name = "r" + std::to_string(rules_.size() + 1);
+        std::string name = prefix_ + "r" + std::to_string(rules_.size() + 1);
         (void)path;
         rules_.emplace_back(name, std::move(body));
         return name;
@@ -208,7 +210,7 @@ class Converter {
                 if (defs == root_.end() || !defs->is_object() || !defs->contains(name))
                     throw JsonSchemaError(path, "'$ref' names '" + target + "', which the schema does not define");
                 // The rule exists before its body is made, so a recursive reference finds it.
-                const std::string rule = "r" + std::to_string(rules_.size() + 1);
+                const std::string rule = prefix_ + "r" + std::to_string(rules_.size() + 1);
                 rules_.emplace_back(rule, "");
                 const size_t slot = rules_.size() - 1;
                 refs_[target] = rule;
@@ -283,13 +285,12 @@ class Converter {
     }
 
     const json& root_;
+    std::string prefix_;
     std::vector<std::pair<std::string, std::string>> rules_;
     std::map<std::string, std::string> refs_;
 };
 
-}  // namespace
-
-std::string json_schema_to_gbnf(std::string_view schema_json) {
+json parse_schema(std::string_view schema_json) {
     if (graph::json_too_deep_at(schema_json, kJsonSchemaMaxDepth) != std::string_view::npos)
         throw JsonSchemaError("#", "the schema nests deeper than " + std::to_string(kJsonSchemaMaxDepth) + " levels");
     json schema;
@@ -298,8 +299,22 @@ std::string json_schema_to_gbnf(std::string_view schema_json) {
     } catch (const json::parse_error& e) {
         throw JsonSchemaError("#", std::string("the schema is not JSON (") + e.what() + ")");
     }
-    return Converter(schema).run();
+    return schema;
 }
+
+}  // namespace
+
+std::string json_schema_to_gbnf(std::string_view schema_json) {
+    const json schema = parse_schema(schema_json);
+    return Converter(schema, "").rules("root") + primitives();
+}
+
+std::string json_schema_rules_gbnf(std::string_view schema_json, const std::string& name) {
+    const json schema = parse_schema(schema_json);
+    return Converter(schema, name + "-").rules(name);
+}
+
+std::string json_primitives_gbnf(bool compact) { return primitives(compact); }
 
 std::string json_object_gbnf() { return "root ::= json-object\n" + primitives(); }
 

@@ -39,6 +39,13 @@ class JsonSchemaError : public std::invalid_argument {
 // The GBNF of a schema given as JSON text. Throws JsonSchemaError (a malformed or unsupported schema).
 std::string json_schema_to_gbnf(std::string_view schema_json);
 
+// The rules of a schema as part of a larger grammar (several schemas in one, as tool calls have):
+// `name ::= ...` and its helper rules, named name-r1, name-r2, ...; they use the shared rules of
+// json_primitives_gbnf() (ws, json-string, json-value, ...), which the caller adds once.
+std::string json_schema_rules_gbnf(std::string_view schema_json, const std::string& name);
+// Those shared rules. `compact`: ws is at most one space (no newline: a call stays on one line).
+std::string json_primitives_gbnf(bool compact);
+
 // The GBNF of any JSON object (OpenAI's response_format {"type": "json_object"}).
 std::string json_object_gbnf();
 

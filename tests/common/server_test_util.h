@@ -49,11 +49,14 @@ inline server::ModelInfo model_info(const graph::Model& model, int64_t n_ctx) {
 
 class TestServer {
   public:
-    explicit TestServer(BackendSpec spec = {}, server::ServerOptions options = {}) {
-        backend_ = make_test_backend(kjv_model(), spec);
+    // model: the shipped KJV model when null.
+    explicit TestServer(BackendSpec spec = {}, server::ServerOptions options = {},
+                        std::shared_ptr<const graph::Model> model = nullptr) {
+        if (!model) model = kjv_model();
+        backend_ = make_test_backend(model, spec);
         options.host = "127.0.0.1";
         options.port = 0;
-        http_ = std::make_unique<server::HttpServer>(model_info(*kjv_model(), backend_->n_ctx()), *backend_, options);
+        http_ = std::make_unique<server::HttpServer>(model_info(*model, backend_->n_ctx()), *backend_, options);
         port_ = http_->bind();
         thread_ = std::thread([this] { http_->listen(); });
     }

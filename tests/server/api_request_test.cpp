@@ -231,11 +231,8 @@ TEST(ApiRequest, FieldsNotHonouredAreRefusedByName) {
     // Known and not honoured (yet) with these values.
     EXPECT_EQ(refused_param(chat_with({{"response_format", "json"}}), true), "response_format | invalid_type");
     const json tool = {{"type", "function"}, {"function", {{"name", "f"}, {"parameters", json::object()}}}};
-    EXPECT_EQ(refused_param(chat_with({{"tools", {tool}}}), true), "tools | unsupported_value");
     EXPECT_EQ(refused_param(chat_with({{"functions", {tool["function"]}}}), true), "functions | unsupported_value");
-    EXPECT_EQ(refused_param(chat_with({{"tool_choice", "required"}}), true), "tool_choice | unsupported_value");
-    EXPECT_EQ(refused_param(chat_with({{"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}}), true),
-              "tool_choice | unsupported_value");
+    EXPECT_EQ(refused_param(chat_with({{"function_call", "required"}}), true), "function_call | unsupported_value");
     EXPECT_EQ(refused_param(chat_with({{"modalities", {"text", "audio"}}}), true), "modalities | unsupported_value");
     EXPECT_EQ(refused_param(chat_with({{"audio", {{"voice", "alloy"}}}}), true), "audio | unsupported_value");
     EXPECT_EQ(refused_param(chat_with({{"n", kMaxChoices + 1}}), true), "n | invalid_value");
@@ -301,8 +298,8 @@ TEST(ApiRequest, LogitBiasIsReadAsTokenIdsAndBiases) {
 }
 
 // An agent loop's second turn: the assistant's tool calls (content null) and the tool results are
-// replayed. They are rendered in the Hermes/Qwen tool format, as text of the assistant's and the
-// user's turns, so every chat template keeps its user/assistant alternation.
+// replayed: read as calls and results, which the chat template writes in its tool format
+// (runtime/text/tool_calls.h), results as user turns so every template keeps its alternation.
 TEST(ApiRequest, ToolCallConversationsReplay) {
     const json body = json::parse(R"({"messages": [
         {"role": "user", "content": "Weather in Paris and Rome?"},
@@ -315,17 +312,26 @@ TEST(ApiRequest, ToolCallConversationsReplay) {
             {"id": "call_3", "type": "function", "function": {"name": "clock", "arguments": ""}}]},
         {"role": "tool", "tool_call_id": "call_3", "name": "clock", "content": "noon"}]})");
     const CompletionRequest r = parse_completion_request(body, true);
-    ASSERT_EQ(r.messages.size(), 5u);
+    ASSERT_EQ(r.messages.size(), 6u);
     EXPECT_EQ(r.messages[1].role, "assistant");
-    EXPECT_EQ(r.messages[1].content,
+    EXPECT_EQ(r.messages[1].content, "");
+    ASSERT_EQ(r.messages[1].tool_calls.size(), 2u);
+    EXPECT_EQ(r.messages[1].tool_calls[1].id, "call_2");
+    EXPECT_EQ(r.messages[1].tool_calls[1].name, "weather");
+    EXPECT_EQ(r.messages[1].tool_calls[1].arguments, "{\"city\":\"Rome\"}");
+    EXPECT_EQ(r.messages[3].role, "tool");
+    EXPECT_EQ(r.messages[3].tool_call_id, "call_2");
+    EXPECT_EQ(r.messages[3].content, "21 C");
+    // The chatml (Hermes) rendering: calls after the content, consecutive results one user turn.
+    EXPECT_EQ(ChatTemplate::named("chatml").apply(r.messages, false),
+              "<|im_start|>user\nWeather in Paris and Rome?<|im_end|>\n"
+              "<|im_start|>assistant\n"
               "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Paris\"}}\n</tool_call>\n"
-              "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Rome\"}}\n</tool_call>");
-    EXPECT_EQ(r.messages[2].role, "user");
-    EXPECT_EQ(r.messages[2].content, "<tool_response>\n18 C\n</tool_response>\n<tool_response>\n21 C\n</tool_response>");
-    EXPECT_EQ(r.messages[3].content,
-              "Checking once more.\n<tool_call>\n{\"name\": \"clock\", \"arguments\": }\n</tool_call>");
-    EXPECT_EQ(r.messages[4].role, "user");
-    EXPECT_EQ(r.messages[4].content, "<tool_response>\nnoon\n</tool_response>");
+              "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Rome\"}}\n</tool_call><|im_end|>\n"
+              "<|im_start|>user\n<tool_response>\n18 C\n</tool_response>\n<tool_response>\n21 C\n</tool_response><|im_end|>\n"
+              "<|im_start|>assistant\nChecking once more.\n"
+              "<tool_call>\n{\"name\": \"clock\", \"arguments\": {}}\n</tool_call><|im_end|>\n"
+              "<|im_start|>user\n<tool_response>\nnoon\n</tool_response><|im_end|>\n");
 
     auto with_message = [](const json& m) {
         return json{{"messages", {{{"role", "user"}, {"content", "x"}}, m}}};
@@ -367,4 +373,79 @@ TEST(ApiRequest, ToolCallConversationsReplay) {
 }
 
 }  // namespace
+
+// tools, tool_choice and parallel_tool_calls: honoured, and each bad value refused by its path.
+TEST(ApiRequest, ToolsAndToolChoice) {
+    const json weather = {{"type", "function"},
+                          {"function",
+                           {{"name", "get_weather"},
+                            {"description", "The weather of a city"},
+                            {"parameters",
+                             {{"type", "object"},
+                              {"properties", {{"city", {{"type", "string"}}}}},
+                              {"required", {"city"}}}}}}};
+    const json clock = {{"type", "function"}, {"function", {{"name", "clock"}}}};
+    auto chat = [](json extra) {
+        json body = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+        for (auto& [k, v] : extra.items()) body[k] = v;
+        return body;
+    };
+    CompletionRequest r = parse_completion_request(chat({{"tools", {weather, clock}}}), true);
+    ASSERT_EQ(r.tools.size(), 2u);
+    EXPECT_EQ(r.tools[0].name, "get_weather");
+    EXPECT_EQ(r.tools[0].description, "The weather of a city");
+    EXPECT_EQ(json::parse(r.tools[0].parameters)["required"][0], "city");
+    EXPECT_EQ(r.tools[1].parameters, "");
+    EXPECT_FALSE(r.tool_required);
+    EXPECT_TRUE(r.parallel_tool_calls);
+    r = parse_completion_request(chat({{"tools", {weather, clock}}, {"tool_choice", "required"},
+                                       {"parallel_tool_calls", false}}), true);
+    EXPECT_TRUE(r.tool_required);
+    EXPECT_FALSE(r.parallel_tool_calls);
+    EXPECT_EQ(r.tools.size(), 2u);
+    r = parse_completion_request(
+        chat({{"tools", {weather, clock}}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "clock"}}}}}}),
+        true);
+    ASSERT_EQ(r.tools.size(), 1u);
+    EXPECT_EQ(r.tools[0].name, "clock");
+    EXPECT_TRUE(r.tool_required);
+    r = parse_completion_request(chat({{"tools", {weather}}, {"tool_choice", "none"}}), true);
+    EXPECT_TRUE(r.tools.empty());
+
+    auto refused = [&](json extra) {
+        try {
+            parse_completion_request(chat(std::move(extra)), true);
+        } catch (const ApiError& e) {
+            return e.param() + " | " + e.code();
+        }
+        return std::string();
+    };
+    EXPECT_EQ(refused({{"tools", "f"}}), "tools | invalid_type");
+    EXPECT_EQ(refused({{"tools", {{{"type", "web_search"}}}}}), "tools[0].type | invalid_value");
+    EXPECT_EQ(refused({{"tools", {{{"type", "function"}}}}}), "tools[0].function | missing_field");
+    EXPECT_EQ(refused({{"tools", {{{"type", "function"}, {"function", {{"description", "d"}}}}}}}),
+              "tools[0].function.name | missing_field");
+    EXPECT_EQ(refused({{"tools", {{{"type", "function"}, {"function", {{"name", "no spaces"}}}}}}}),
+              "tools[0].function.name | invalid_value");
+    EXPECT_EQ(refused({{"tools", {clock, clock}}}), "tools[1].function.name | invalid_value");
+    EXPECT_EQ(refused({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"colour", "red"}}}}}}}),
+              "tools[0].function.colour | unknown_field");
+    EXPECT_EQ(refused({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", "{}"}}}}}}}),
+              "tools[0].function.parameters | invalid_type");
+    EXPECT_EQ(refused({{"tools", {{{"type", "function"},
+                                   {"function", {{"name", "f"}, {"parameters", {{"type", "integer"}, {"minimum", 1}}}}}}}}}),
+              "tools[0].function.parameters | invalid_value");
+    EXPECT_EQ(refused({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}, {"extra", 1}}}}}),
+              "tools[0].extra | unknown_field");
+    EXPECT_EQ(refused({{"tool_choice", "required"}}), "tool_choice | invalid_value");
+    EXPECT_EQ(refused({{"tools", {clock}}, {"tool_choice", "always"}}), "tool_choice | invalid_value");
+    EXPECT_EQ(refused({{"tools", {clock}}, {"tool_choice", 3}}), "tool_choice | invalid_type");
+    EXPECT_EQ(refused({{"tools", {clock}}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "nope"}}}}}}),
+              "tool_choice.function.name | invalid_value");
+    EXPECT_EQ(refused({{"tools", {clock}}, {"tool_choice", {{"type", "custom"}}}}), "tool_choice.type | invalid_value");
+    EXPECT_EQ(refused({{"tools", {clock}}, {"parallel_tool_calls", "yes"}}), "parallel_tool_calls | invalid_type");
+    EXPECT_EQ(refused({{"tools", {clock}}, {"response_format", {{"type", "json_object"}}}}), "tools | invalid_value");
+    EXPECT_EQ(refused({{"tools", {clock}}, {"tool_choice", "none"}, {"response_format", {{"type", "json_object"}}}}), "");
+}
+
 }  // namespace graphrun::server

@@ -206,7 +206,8 @@ TEST(Server, ChatAnswersInTheTemplateAndStreamsTheSameText) {
 }
 
 // A tool-call conversation replays (an agent loop's second turn): its prompt is the chat template's
-// rendering of the same turns written out as text, so answers and prompt sizes are equal.
+// rendering of the same turns written out as text in its tool format (the KJV model's plain
+// template: the generic one-line format), so answers and prompt sizes are equal.
 TEST(Server, ToolCallConversationsReplayThroughTheTemplate) {
     TestServer server;
     auto c = server.client();
@@ -221,8 +222,8 @@ TEST(Server, ToolCallConversationsReplayThroughTheTemplate) {
         {"messages",
          {{{"role", "user"}, {"content", "What saith the weather?"}},
           {{"role", "assistant"},
-           {"content", "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Sion\"}}\n</tool_call>"}},
-          {{"role", "user"}, {"content", "<tool_response>\nrain for forty days\n</tool_response>"}}}}};
+           {"content", "<tool_call>{\"name\": \"weather\", \"arguments\": {\"city\":\"Sion\"}}</tool_call>"}},
+          {{"role", "user"}, {"content", "<tool_response>rain for forty days</tool_response>"}}}}};
     const json a = post_json(c, "/v1/chat/completions", replay, 200);
     const json b = post_json(c, "/v1/chat/completions", as_text, 200);
     EXPECT_EQ(a["usage"]["prompt_tokens"], b["usage"]["prompt_tokens"]);
@@ -352,10 +353,10 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
                           R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer", "minimum": 1}}}})"),
                  400, "invalid_value", "unsupported keyword 'minimum' at #/minimum", "response_format.json_schema.schema");
     expect_error(post("/v1/chat/completions",
-                      "{" + user + R"(, "tools": [{"type": "function", "function": {"name": "f"}}]})"),
-                 400, "unsupported_value", "tool calling", "tools");
-    expect_error(post("/v1/chat/completions", "{" + user + R"(, "tool_choice": "required"})"), 400, "unsupported_value",
-                 "'tool_choice'", "tool_choice");
+                      "{" + user + R"(, "tools": [{"type": "function", "function": {"name": "f g"}}]})"),
+                 400, "invalid_value", "letters, digits", "tools[0].function.name");
+    expect_error(post("/v1/chat/completions", "{" + user + R"(, "tool_choice": "required"})"), 400, "invalid_value",
+                 "'tools' is empty", "tool_choice");
     expect_error(post("/v1/chat/completions", "{" + user + R"(, "n": 17})"), 400, "invalid_value", "'n'", "n");
 
     // Fields without effect (of any value of their type) and null for anything are accepted, and

@@ -1,7 +1,7 @@
 // tests/server/openai/e2e.mjs GRAPHRUN MODEL CLIENT_DIR — the official openai npm client against a real
 // `graphrun serve` on a free loopback port: completions and chat, whole and streamed; 16 concurrent
 // clients whose greedy answers equal a single client's and whose seeded answers equal the same
-// request alone (batch invariance); embeddings of a string and a list, base64 and float; errors as the
+// request alone (batch invariance); a tool loop and a streamed tool call; embeddings of a string and a list, base64 and float; errors as the
 // client's typed exceptions; SIGTERM exits 0.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
@@ -15,7 +15,7 @@ const KEY = "graphrun-e2e-key";
 // Starts the server with --port 0 and reads the port it printed.
 function startServer() {
   const server = spawn(graphrun, ["serve", "-m", model, "--port", "0", "--parallel", "4", "--queue", "16",
-                                  "-c", "256", "--api-key", KEY], { stdio: ["ignore", "inherit", "pipe"] });
+                                  "-c", "512", "--api-key", KEY], { stdio: ["ignore", "inherit", "pipe"] });
   return new Promise((resolve, reject) => {
     let err = "";
     const timer = setTimeout(() => reject(new Error("no port printed in 60 s:\n" + err)), 60000);
@@ -83,11 +83,12 @@ try {
   assert.ok(toolTurn.usage.prompt_tokens > 30, "the tool call and its answer are in the prompt");
   await assert.rejects(
     client.chat.completions.create({ ...greedy, messages,
-                                     tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] }),
-    (e) => e instanceof OpenAI.BadRequestError && e.param === "tools");
+                                     tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }],
+                                     tool_choice: { type: "function", function: { name: "g" } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === "tool_choice.function.name");
   await assert.rejects(client.completions.create({ ...greedy, prompt: "x", best_of: 2 }),
                        (e) => e instanceof OpenAI.BadRequestError && e.param === "best_of");
-  check("tool-call conversations replay; unhonoured fields are a 400 naming them in param");
+  check("tool-call conversations replay; bad and unhonoured fields are a 400 naming them in param");
 
   // json_object: the answer is one JSON object, or it ran out of tokens first ("length").
   const jsonAnswer = await client.chat.completions.create({ ...greedy, messages, max_tokens: 64,
@@ -181,6 +182,37 @@ try {
   await assert.rejects(client.embeddings.create({ model: "m", input: "x", dimensions: 8 }),
                        (e) => e instanceof OpenAI.BadRequestError && e.param === "dimensions");
   check("embeddings.create: a string and a list, base64 (the default) equal to float, unit norms, distinct vectors");
+
+  // A tool loop: tools -> tool_calls -> a role "tool" message -> an answer; then the same call streamed
+  // and assembled by the client (stream.finalChatCompletion, what runTools builds on).
+  const tools = [{ type: "function", function: { name: "get_weather", description: "The weather of a city",
+    parameters: { type: "object", properties: { city: { type: "string", maxLength: 8 } }, required: ["city"],
+                  additionalProperties: false } } }];
+  const asked = [{ role: "user", content: "The weather in Sion?" }];
+  const called = await client.chat.completions.create({ model: "m", messages: asked, tools, tool_choice: "required",
+                                                        parallel_tool_calls: false, temperature: 0, max_tokens: 200 });
+  const callChoice = called.choices[0];
+  assert.equal(callChoice.finish_reason, "tool_calls");
+  assert.equal(callChoice.message.content, null);
+  const call = callChoice.message.tool_calls[0];
+  assert.equal(call.type, "function");
+  assert.equal(call.function.name, "get_weather");
+  const args = JSON.parse(call.function.arguments);
+  assert.deepEqual(Object.keys(args), ["city"]);
+  assert.equal(typeof args.city, "string");
+  const replied = [...asked, callChoice.message, { role: "tool", tool_call_id: call.id, content: "rain" }];
+  const toolAnswer = await client.chat.completions.create({ model: "m", messages: replied, tools, temperature: 0,
+                                                        max_tokens: 16 });
+  assert.equal(typeof toolAnswer.choices[0].message.content, "string");
+  assert.ok(["stop", "length"].includes(toolAnswer.choices[0].finish_reason), toolAnswer.choices[0].finish_reason);
+  check("tool loop: tools -> tool_calls -> role tool -> an answer");
+  const toolStream = client.chat.completions.stream({ model: "m", messages: asked, tools, tool_choice: "required",
+                                                      parallel_tool_calls: false, temperature: 0, max_tokens: 200 });
+  const assembled = await toolStream.finalChatCompletion();
+  assert.equal(assembled.choices[0].finish_reason, "tool_calls");
+  assert.deepEqual(assembled.choices[0].message.tool_calls.map((c) => c.function),
+                   callChoice.message.tool_calls.map((c) => c.function));
+  check("a streamed tool call, assembled by stream.finalChatCompletion");
 
   await assert.rejects(client.completions.create({ model: "m", prompt: "x", max_tokens: "many" }),
                        (e) => e instanceof OpenAI.BadRequestError && /max_tokens/.test(e.message));
