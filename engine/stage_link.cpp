@@ -40,7 +40,7 @@ class LocalLink : public StageLink {
         if (m.size() != bytes)
             throw StageLinkError("rank " + std::to_string(rank_) + ": a message of " + std::to_string(m.size()) +
                                  " bytes from rank " + std::to_string(from) + ", expected " + std::to_string(bytes));
-        std::memcpy(data, m.data(), bytes);
+        if (bytes > 0) std::memcpy(data, m.data(), bytes);  // an empty message may come with no buffer
     }
     std::vector<uint8_t> recv_message(int from, int tag, double timeout_s) override {
         std::unique_lock lock(wire_->mutex);
