@@ -89,6 +89,7 @@ Engine::Engine(std::shared_ptr<const Model> model, EngineOptions options)
 
 Engine::~Engine() {
     try {
+        while (!in_flight_.empty()) collect();  // the last rank's rows of passes nobody collected
         if (pipeline_) tell(PipelineMessage().put(int64_t(PipelineCommand::DropEngine)).put(engine_id_));
     } catch (const StageLinkError&) {  // a rank already gone: its engine went with it
     }
@@ -346,25 +347,53 @@ void Engine::register_full_blocks(Sequence& s) {
 }
 
 std::span<const float> Engine::decode(std::span<const BatchToken> batch) {
+    require_none_in_flight("decode");
+    submit(batch);
+    return collect();
+}
+
+void Engine::require_none_in_flight(const char* call) const {
+    if (!in_flight_.empty())
+        throw std::logic_error(std::string(call) + ": " + std::to_string(in_flight_.size()) +
+                               " passes submitted are not collected yet");
+}
+
+void Engine::submit(std::span<const BatchToken> batch) {
+    if (!leads_pipeline()) {
+        require_none_in_flight("submit");  // one arena: one pass at a time
+        submitted_rows_ = output_rows(run_pass(batch, false), false);
+        in_flight_.push_back({});
+        return;
+    }
+    // Rank 0 of a pipeline: this stage's layers, and the hidden state sent on to rank 1. A batch of
+    // many tokens (a prompt) is cut into chunks that follow each other down the ranks, so while
+    // rank 1 runs chunk c rank 0 runs chunk c + 1. The bits are one pass's (a sequence's tokens stay
+    // in order, and chunking changes no sum). The whole batch is checked first, so one that does not
+    // fit consumes nothing.
     const int64_t n = int64_t(batch.size());
-    const bool leads = stage_ && stage_->n_ranks > 1 && stage_->first();
-    const int64_t chunks = leads && options_.micro_batch > 0 && n <= options_.max_batch
+    const int64_t chunks = options_.micro_batch > 0 && n <= options_.max_batch
                                ? std::min<int64_t>(n / options_.micro_batch, 2 * stage_->n_ranks)
                                : 1;
-    if (chunks <= 1) return output_rows(run_pass(batch, false), false);
-
-    // Rank 0 of a pipeline, a batch of many tokens (a prompt): chunks follow each other down the
-    // ranks, so while rank 1 runs chunk c rank 0 runs chunk c + 1. The bits are one pass's (a
-    // sequence's tokens stay in order, and chunking changes no sum). The whole batch is checked
-    // first, so one that does not fit consumes nothing.
-    std::map<SeqId, int64_t> next;
-    const std::vector<int64_t> positions = positions_of(batch, next);
-    count_blocks(batch, positions);
     std::vector<size_t> wanted;
-    for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
-        wanted.push_back(run_pass(batch.subspan(size_t(begin), size_t(end - begin)), false).n_wanted);
+    if (chunks <= 1) {
+        wanted.push_back(run_pass(batch, false).n_wanted);
+    } else {
+        std::map<SeqId, int64_t> next;
+        const std::vector<int64_t> positions = positions_of(batch, next);
+        count_blocks(batch, positions);
+        for (int64_t c = 0; c < chunks; ++c) {
+            const int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+            wanted.push_back(run_pass(batch.subspan(size_t(begin), size_t(end - begin)), false).n_wanted);
+        }
     }
+    in_flight_.push_back(std::move(wanted));
+}
+
+std::span<const float> Engine::collect() {
+    if (in_flight_.empty()) throw std::logic_error("collect: no pass is in flight");
+    const std::vector<size_t> wanted = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    if (!leads_pipeline()) return submitted_rows_;
     size_t rows = 0;
     for (size_t w : wanted) rows += w;
     selected_.resize(rows * size_t(n_vocab_));
@@ -381,6 +410,7 @@ std::span<const float> Engine::embed(std::span<const BatchToken> batch) {
         throw ops::PlanError(
             "[plan] " + model_->graph().source +
             " declares no embedding output (\"outputs\": {\"logits\": ..., \"embedding\": ...})");
+    require_none_in_flight("embed");
     return output_rows(run_pass(batch, true), true);
 }
 

@@ -24,6 +24,7 @@
 // sends back; the engines on the other ranks are made and driven by Pipeline::follow.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <set>
 #include <memory>
@@ -111,6 +112,19 @@ class Engine {
     // order, valid until the next call. Throws std::out_of_range (bad token or sequence), ContextFull
     // or KvPoolFull with nothing consumed.
     std::span<const float> decode(std::span<const BatchToken> batch);
+    // decode() in two halves, so that over a pipeline several passes are in flight at once: while
+    // rank 1 runs one group of sequences' pass, rank 0 runs the next group's (engine/scheduler.cpp).
+    // submit() checks the batch and runs this rank's stage of it (as decode() does: nothing is
+    // consumed when it throws); collect() returns the rows of the oldest pass submitted and not yet
+    // collected, valid until the next collect() or decode(). Passes are collected in the order they
+    // were submitted; a sequence's next token may be submitted only after its last pass was collected
+    // (it needs the logits anyway). Without a pipeline one pass at most is in flight, and decode(),
+    // embed() and the destructor want none (the destructor collects what is left and drops it).
+    void submit(std::span<const BatchToken> batch);
+    std::span<const float> collect();
+    int64_t in_flight() const { return int64_t(in_flight_.size()); }
+    // How many passes are worth having in flight: the ranks of the pipeline on its rank 0, else 1.
+    int64_t pipeline_depth() const { return leads_pipeline() ? stage_->n_ranks : 1; }
     // The same pass, returning instead the graph's embedding output (the final hidden state, after
     // the final norm) of the tokens marked `logits`: one row of n_embd() each, in batch order, valid
     // until the next call. The plan keeps that output (PlanShape::embedding); throws ops::PlanError
@@ -149,6 +163,8 @@ class Engine {
     };
 
     BoundPlan& bound(int64_t n_tokens, int64_t n_outputs, bool embedding = false);
+    bool leads_pipeline() const { return stage_ && stage_->n_ranks > 1 && stage_->first(); }
+    void require_none_in_flight(const char* call) const;
     struct Pass {
         BoundPlan* bound;
         std::vector<int32_t> rows;  // the batch rows read
@@ -186,6 +202,9 @@ class Engine {
     std::vector<SeqId> free_ids_;
     Executor executor_;
     std::vector<float> selected_;  // graphs without logit_rows: the rows asked for, gathered
+    // Passes submitted and not collected: per pass, the rows asked for of each of its chunks.
+    std::deque<std::vector<size_t>> in_flight_;
+    std::span<const float> submitted_rows_;  // without a pipeline: the rows of the pass in flight
     Pipeline* pipeline_ = nullptr;  // the model's, when it runs over ranks
     const GraphStage* stage_ = nullptr;   // the model's graph's stage then
     int engine_id_ = -1;

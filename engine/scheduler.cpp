@@ -64,6 +64,7 @@ struct Scheduler::Running {
     int64_t reserve = 0;   // blocks admitted for this request
     RequestTiming timing;
     FinishReason finished = FinishReason::None;
+    bool in_flight = false;  // has tokens in a pass submitted and not yet collected
 
     Running(Queued&& q, int32_t n_vocab)
         : id(q.id),
@@ -231,22 +232,30 @@ struct Scheduler::StepBatch {
     std::vector<BatchToken> tokens;
     std::vector<Running*> owners;  // the request of each row of logits
     std::vector<int64_t> prompt_positions;  // per row: the prompt position it is for (prompt_logits), or -1
+    std::vector<Running*> members;  // every request with a token in the batch (in flight until collected)
     int64_t sequences = 0;         // sequences with a token in the batch
 };
 
-// Under the lock: cancelled requests end before the batch is built.
+// Under the lock: cancelled requests end before the batch is built; one with a pass in flight ends
+// once that pass is collected (its sequence is still being computed on the other ranks).
 void Scheduler::apply_cancels(std::vector<std::function<void()>>& calls) {
+    std::vector<RequestId> later;
     for (RequestId id : cancels_)
         for (auto& r : running_)
-            if (r->id == id && r->finished == FinishReason::None) finish(*r, FinishReason::Cancelled, calls);
-    cancels_.clear();
+            if (r->id == id && r->finished == FinishReason::None) {
+                if (r->in_flight)
+                    later.push_back(id);
+                else
+                    finish(*r, FinishReason::Cancelled, calls);
+            }
+    cancels_ = std::move(later);
 }
 
 // Under the lock: finished requests leave the running set (kept alive in `retired` until their
 // callbacks ran) and the metrics follow.
 void Scheduler::retire_finished(std::vector<std::unique_ptr<Running>>& retired) {
     for (auto& r : running_)
-        if (r->finished != FinishReason::None) retired.push_back(std::move(r));
+        if (r->finished != FinishReason::None && !r->in_flight) retired.push_back(std::move(r));
     std::erase(running_, nullptr);
     metrics_.active = int64_t(running_.size());
     metrics_.kv_blocks_in_use = engine_.pool().n_in_use();
@@ -255,20 +264,21 @@ void Scheduler::retire_finished(std::vector<std::unique_ptr<Running>>& retired) 
 }
 
 // Under the lock: decode tokens first (static: only once every prompt of the batch is in), then one
-// prompt's chunk in what is left of step_tokens.
+// prompt's chunk in what is left of step_tokens. Requests with a pass in flight sit this one out.
 Scheduler::StepBatch Scheduler::build_batch() {
     StepBatch batch;
     Running* prompt = nullptr;
     for (auto& r : running_)
-        if (r->fed < r->request.prompt.size()) {
+        if (!r->in_flight && r->fed < r->request.prompt.size()) {
             prompt = r.get();
             break;
         }
     const bool decode_now = options_.policy == Policy::Continuous || prompt == nullptr;
     for (auto& r : running_)
-        if (decode_now && r->decoding()) {
+        if (decode_now && !r->in_flight && r->decoding()) {
             batch.tokens.push_back({r->seq, r->pending, true});
             batch.owners.push_back(r.get());
+            batch.members.push_back(r.get());
             batch.prompt_positions.push_back(-1);
             ++batch.sequences;
         }
@@ -294,8 +304,10 @@ Scheduler::StepBatch Scheduler::build_batch() {
             batch.tokens.push_back({prompt->seq, prompt->request.prompt[prompt->fed++], row});
         }
         metrics_.prompt_tokens += int64_t(n);
+        batch.members.push_back(prompt);
         ++batch.sequences;
     }
+    for (Running* r : batch.members) r->in_flight = true;
     return batch;
 }
 
@@ -305,8 +317,10 @@ void Scheduler::sample_and_finish(const StepBatch& batch, std::span<const float>
                                   std::vector<std::function<void()>>& calls) {
     const size_t n_vocab = size_t(engine_.n_vocab());
     const double t = now();
+    for (Running* r : batch.members) r->in_flight = false;
     for (size_t i = 0; i < batch.owners.size(); ++i) {
         Running& r = *batch.owners[i];
+        if (r.finished != FinishReason::None) continue;  // ended at an earlier row of this batch
         const std::span<const float> row = rows.subspan(i * n_vocab, n_vocab);
         if (const int64_t p = batch.prompt_positions[i]; p >= 0) {
             Running* rp = &r;
@@ -371,21 +385,34 @@ bool Scheduler::step() {
     apply_cancels(calls);
     retire_finished(retired);
     admit();
-    const StepBatch batch = build_batch();
-    if (!batch.tokens.empty()) {
-        // The forward pass, without the lock: submit, cancel and metrics go on meanwhile. Only this
-        // thread touches the engine and the running requests.
+    StepBatch batch = build_batch();
+    const bool submitted = !batch.tokens.empty();
+    // The forward passes, without the lock: submit, cancel and metrics go on meanwhile. Only this
+    // thread touches the engine and the running requests. Over a pipeline, passes stay in flight
+    // until there are as many as ranks: rank 0 computes this batch while the others finish the ones
+    // before, and the oldest is collected. Otherwise the batch submitted is the one collected.
+    std::unique_ptr<StepBatch> collected;
+    if (submitted) {
         lock.unlock();
-        const std::span<const float> rows = engine_.decode(batch.tokens);
+        engine_.submit(batch.tokens);
         lock.lock();
-        sample_and_finish(batch, rows, calls);
+        in_flight_.push_back(std::make_unique<StepBatch>(std::move(batch)));
+        metrics_.passes_in_flight_peak = std::max(metrics_.passes_in_flight_peak, int64_t(in_flight_.size()));
+    }
+    if (!in_flight_.empty() && (!submitted || int64_t(in_flight_.size()) >= engine_.pipeline_depth())) {
+        collected = std::move(in_flight_.front());
+        in_flight_.pop_front();
+        lock.unlock();
+        const std::span<const float> rows = engine_.collect();
+        lock.lock();
+        sample_and_finish(*collected, rows, calls);
     }
     retire_finished(retired);
     // Callbacks without the lock (they may submit or cancel); the engine's rows stay valid until the
-    // next step, which this thread starts only after they return.
+    // next collect, which this thread reaches only after they return.
     lock.unlock();
     for (auto& call : calls) call();
-    return !batch.tokens.empty() || !calls.empty();
+    return submitted || collected || !calls.empty();
 }
 
 void Scheduler::run_until_idle() {

@@ -15,6 +15,13 @@
 //   static      a batch of up to `parallel` requests starts together; no one joins until all of them
 //               have finished (a finished request leaves the batch, its place stays empty)
 //
+// Over a pipeline of N ranks (engine/pipeline.h) up to N passes are in flight: a step submits its
+// batch and collects the oldest pass only once N are out, so while the last rank finishes one group
+// of sequences rank 0 computes the next group's. A request with a pass in flight sits out the
+// batches built meanwhile (its next token needs that pass's logits), so the running requests fall
+// into groups that take turns. Each request's sampler still sees its own rows in its own order:
+// tokens and bits are one process's.
+//
 // Admission reserves, for each request, the KV blocks its longest possible sequence could take
 // (prompt + max_tokens, at most the context), so a running request never finds the pool empty; a
 // request whose need is more than the whole pool is refused at submit, one that fits later waits.
@@ -117,6 +124,7 @@ struct SchedulerMetrics {
     int64_t kv_blocks_cached = 0;      // kept for their prefix, free to be evicted
     int64_t kv_blocks_peak = 0;        // most ever in use at once
     int64_t steps = 0;                 // forward passes run
+    int64_t passes_in_flight_peak = 0;  // most passes in flight at once (over a pipeline: up to its ranks)
     double occupancy_last = 0;         // sequences in the last pass / parallel
     double occupancy_mean = 0;         // the mean over all passes
     int64_t prompt_tokens = 0;         // prompt tokens evaluated
@@ -142,7 +150,8 @@ class Scheduler {
     // the id is not (or no longer) known.
     bool cancel(RequestId id);
 
-    // One forward pass (with admission before it and the callbacks after). false when there was
+    // One forward pass (with admission before it and the callbacks after; over a pipeline, a pass
+    // submitted and the oldest one collected once enough are in flight). false when there was
     // nothing to do. Call from one thread at a time, and not while start() runs.
     bool step();
     // Steps until every submitted request has finished.
@@ -185,6 +194,7 @@ class Scheduler {
     std::deque<std::unique_ptr<Queued>> queue_;
     std::vector<std::unique_ptr<Running>> running_;
     std::vector<RequestId> cancels_;
+    std::deque<std::unique_ptr<StepBatch>> in_flight_;  // submitted to the engine, not yet collected
     RequestId next_id_ = 1;
     SchedulerMetrics metrics_;
     double occupancy_sum_ = 0;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "engine/scheduler.h"
 #include "graph/stages.h"
 #include "tests/common/test_models.h"
 
@@ -18,6 +19,7 @@ namespace graphrun {
 namespace {
 
 using graph::BatchToken;
+using graph::FinishReason;
 using graph::Engine;
 using graph::SeqId;
 using ::testing::HasSubstr;
@@ -240,6 +242,116 @@ TEST(Pipeline, AHungRankIsAnErrorNamingItWithinTheTimeout) {
         ADD_FAILURE() << "the pass returned without rank 1";
     } catch (const graph::StageLinkError& err) {
         EXPECT_THAT(err.what(), HasSubstr("rank 1"));
+    }
+}
+
+// Engine::submit/collect over 2 ranks: passes of different sequences in flight together come back
+// in order with one process's bits; decode and a second collect are refused while they are out.
+TEST(Pipeline, PassesInFlightTogetherAreCollectedInOrderWithOneProcessesBits) {
+    const std::string file = model_file("llama");
+    auto run = [&](Engine& e, bool overlap) {
+        std::vector<float> out;
+        const SeqId a = e.add_sequence(), b = e.add_sequence();
+        for (int step = 0; step < 4; ++step) {
+            const std::vector<BatchToken> pa{{a, 3 + step, true}}, pb{{b, 40 + step, true}, {b, 41, true}};
+            if (overlap) {
+                e.submit(pa);
+                e.submit(pb);
+                EXPECT_EQ(e.in_flight(), 2);
+                EXPECT_THROW(e.decode(pa), std::logic_error);
+                for (int k = 0; k < 2; ++k) {
+                    const std::span<const float> rows = e.collect();
+                    out.insert(out.end(), rows.begin(), rows.end());
+                }
+                EXPECT_THROW(e.collect(), std::logic_error);
+            } else {
+                for (const auto& p : {pa, pb}) {
+                    const std::span<const float> rows = e.decode(p);
+                    out.insert(out.end(), rows.begin(), rows.end());
+                }
+            }
+        }
+        return out;
+    };
+    Engine one(graph::Model::load(file), {.n_ctx = 64, .n_seq = 2, .n_threads = 1, .max_batch = 16});
+    EXPECT_EQ(one.pipeline_depth(), 1);
+    const std::vector<float> expected = run(one, false);
+    ASSERT_EQ(expected.size(), size_t(4 * 3 * 320));
+
+    std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(2);
+    graph::Pipeline lead(std::move(links[0]), ""), follower(std::move(links[1]), "");
+    std::thread t([&] { follower.follow(); });
+    std::vector<float> got;
+    {
+        Engine e(graph::Model::load(file, "", &lead), {.n_ctx = 64, .n_seq = 2, .n_threads = 1, .max_batch = 16});
+        EXPECT_EQ(e.pipeline_depth(), 2);
+        got = run(e, true);
+    }
+    lead.tell(graph::PipelineMessage().put(int64_t(graph::PipelineCommand::Stop)));
+    t.join();
+    EXPECT_TRUE(same_bits(got, expected));
+}
+
+// What a scheduler run gives each request: its tokens, the bits of their rows, how it finished.
+struct Outcome {
+    std::vector<int32_t> tokens;
+    std::vector<float> rows;
+    FinishReason finish = FinishReason::None;
+    bool operator==(const Outcome&) const = default;
+};
+
+// Six requests (greedy and seeded sampling, prompts of 1 to 70 tokens, one cancelled at its third
+// token) through a continuous scheduler of 4 sequences.
+std::vector<Outcome> schedule(std::shared_ptr<const graph::Model> model, graph::SchedulerMetrics* metrics) {
+    graph::Scheduler scheduler(std::move(model), {.parallel = 4, .step_tokens = 32, .n_threads = 1});
+    std::vector<Outcome> outcomes(6);
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+        graph::Request request;
+        request.prompt = testing::random_tokens(i == 2 ? 1 : 10 + 12 * int64_t(i), 320, 20 + int(i));
+        request.max_tokens = 12 + 3 * int64_t(i);
+        request.sampling.temperature = i % 2 ? 0.9f : 0.0f;
+        request.sampling.seed = 100 + i;
+        request.stop_ids = {7};
+        Outcome& o = outcomes[i];
+        scheduler.submit(std::move(request), [&, i](const graph::TokenEvent& e) {
+            if (e.token >= 0) {
+                o.tokens.push_back(e.token);
+                o.rows.insert(o.rows.end(), e.logits.begin(), e.logits.end());
+            }
+            if (e.finish != FinishReason::None) o.finish = e.finish;
+            if (i == 3 && e.index == 2 && e.token >= 0) scheduler.cancel(e.request);
+        });
+    }
+    scheduler.run_until_idle();
+    *metrics = scheduler.metrics();
+    return outcomes;
+}
+
+// The scheduler over 2 ranks keeps 2 passes in flight (while rank 1 runs one group of sequences,
+// rank 0 runs the other's) and gives every request the tokens and bits of one process.
+TEST(Pipeline, ASchedulerOverTwoRanksKeepsTwoPassesInFlightWithOneProcessesTokens) {
+    for (const std::string arch : {"llama", "qwen3"}) {
+        const std::string file = model_file(arch);
+        graph::SchedulerMetrics m_one, m_two;
+        const std::vector<Outcome> expected = schedule(graph::Model::load(file), &m_one);
+        EXPECT_EQ(m_one.passes_in_flight_peak, 1) << arch;
+        EXPECT_EQ(expected[3].finish, FinishReason::Cancelled) << arch;
+        EXPECT_EQ(expected[3].tokens.size(), 3u) << arch;
+
+        std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(2);
+        graph::Pipeline lead(std::move(links[0]), ""), follower(std::move(links[1]), "");
+        std::thread t([&] { follower.follow(); });
+        const std::vector<Outcome> got = schedule(graph::Model::load(file, "", &lead), &m_two);
+        lead.tell(graph::PipelineMessage().put(int64_t(graph::PipelineCommand::Stop)));
+        t.join();
+        EXPECT_EQ(m_two.passes_in_flight_peak, 2) << arch;
+        EXPECT_EQ(m_two.generated_tokens, m_one.generated_tokens) << arch;
+        ASSERT_EQ(got.size(), expected.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+            EXPECT_EQ(got[i].tokens, expected[i].tokens) << arch << " request " << i;
+            EXPECT_EQ(got[i].finish, expected[i].finish) << arch << " request " << i;
+            EXPECT_TRUE(same_bits(got[i].rows, expected[i].rows)) << arch << " request " << i;
+        }
     }
 }
 
