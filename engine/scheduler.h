@@ -18,8 +18,11 @@
 // Over a pipeline of N ranks (engine/pipeline.h) up to N passes are in flight: a step submits its
 // batch and collects the oldest pass only once N are out, so while the last rank finishes one group
 // of sequences rank 0 computes the next group's. A request with a pass in flight sits out the
-// batches built meanwhile (its next token needs that pass's logits), so the running requests fall
-// into groups that take turns. Each request's sampler still sees its own rows in its own order:
+// batches built meanwhile (its next token needs that pass's logits), so the decoding requests take
+// turns in N groups of about equal size. That pays only when a group is big enough for its pass to
+// cost well under a full one (the weights are read once per pass, whatever its tokens): with fewer
+// than N x pipeline_group_min decoding requests they stay one group, decoded one pass at a time
+// (prompt chunks still overlap them). Each request's sampler sees its own rows in its own order:
 // tokens and bits are one process's.
 //
 // Admission reserves, for each request, the KV blocks its longest possible sequence could take
@@ -114,6 +117,9 @@ struct SchedulerOptions {
     int64_t step_tokens = 64;  // tokens per forward pass at most (decode tokens + a prompt chunk)
     int n_threads = 0;
     bool prefix_cache = true;
+    // Over a pipeline: the fewest decoding requests in a group that takes turns with the others (see
+    // above); fewer than ranks x this, and all of them decode in one pass at a time.
+    int64_t pipeline_group_min = 4;
 };
 
 struct SchedulerMetrics {

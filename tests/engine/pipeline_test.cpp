@@ -301,9 +301,12 @@ struct Outcome {
 };
 
 // Six requests (greedy and seeded sampling, prompts of 1 to 70 tokens, one cancelled at its third
-// token) through a continuous scheduler of 4 sequences.
-std::vector<Outcome> schedule(std::shared_ptr<const graph::Model> model, graph::SchedulerMetrics* metrics) {
-    graph::Scheduler scheduler(std::move(model), {.parallel = 4, .step_tokens = 32, .n_threads = 1});
+// token) through a continuous scheduler of 4 sequences; over a pipeline, groups of at least
+// `group_min` decoding requests take turns.
+std::vector<Outcome> schedule(std::shared_ptr<const graph::Model> model, graph::SchedulerMetrics* metrics,
+                              int64_t group_min = 4) {
+    graph::Scheduler scheduler(std::move(model), {.parallel = 4, .step_tokens = 32, .n_threads = 1,
+                                                  .pipeline_group_min = group_min});
     std::vector<Outcome> outcomes(6);
     for (size_t i = 0; i < outcomes.size(); ++i) {
         graph::Request request;
@@ -328,9 +331,12 @@ std::vector<Outcome> schedule(std::shared_ptr<const graph::Model> model, graph::
 }
 
 // The scheduler over 2 ranks keeps 2 passes in flight (while rank 1 runs one group of sequences,
-// rank 0 runs the other's) and gives every request the tokens and bits of one process.
+// rank 0 runs the other's, or a prompt chunk) and gives every request the tokens and bits of one
+// process: with the 4 decoding requests in two groups of 2 and in one group (the default minimum).
 TEST(Pipeline, ASchedulerOverTwoRanksKeepsTwoPassesInFlightWithOneProcessesTokens) {
-    for (const std::string arch : {"llama", "qwen3"}) {
+    for (const std::string arch : {"llama", "qwen3"})
+    for (const int64_t group_min : {2, 4}) {
+        SCOPED_TRACE(arch + ", groups of at least " + std::to_string(group_min));
         const std::string file = model_file(arch);
         graph::SchedulerMetrics m_one, m_two;
         const std::vector<Outcome> expected = schedule(graph::Model::load(file), &m_one);
@@ -341,7 +347,7 @@ TEST(Pipeline, ASchedulerOverTwoRanksKeepsTwoPassesInFlightWithOneProcessesToken
         std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(2);
         graph::Pipeline lead(std::move(links[0]), ""), follower(std::move(links[1]), "");
         std::thread t([&] { follower.follow(); });
-        const std::vector<Outcome> got = schedule(graph::Model::load(file, "", &lead), &m_two);
+        const std::vector<Outcome> got = schedule(graph::Model::load(file, "", &lead), &m_two, group_min);
         lead.tell(graph::PipelineMessage().put(int64_t(graph::PipelineCommand::Stop)));
         t.join();
         EXPECT_EQ(m_two.passes_in_flight_peak, 2) << arch;
