@@ -3,7 +3,7 @@
 # reference (node-llama-cpp from npm) and the openai client, build with warnings as errors, run every
 # test; then build the tests again with clang, AddressSanitizer + UndefinedBehaviorSanitizer, in the tree
 # of the libFuzzer targets, and run all but the parity and docs labels there; then run each fuzz target
-# for 60 s on its seeds (docs/security.md). The time of each stage is printed at the end, also when a stage fails.
+# for 30 s on its seeds (docs/security.md). The time of each stage is printed at the end, also when a stage fails.
 # GRAPHRUN_NO_SANITIZE=1 skips the second pass and GRAPHRUN_NO_FUZZ=1 the third (for a quick local run).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -84,12 +84,12 @@ fi
 
 if [[ "${GRAPHRUN_NO_FUZZ:-0}" != 1 ]]; then
   begin fuzz
-  echo "== fuzz targets, ${GRAPHRUN_FUZZ_SECONDS:-60} s each under ASan + UBSan =="
+  echo "== fuzz targets, ${GRAPHRUN_FUZZ_SECONDS:-30} s each under ASan + UBSan =="
   # Any crash, sanitizer report, leak or timeout fails the run (and so CI); tools/fuzz.sh says which input.
   # The tree of the sanitizer pass when it ran (its fuzz targets are built), else a tree of their own.
   fuzz_build="$build-asan"
   [[ "${GRAPHRUN_NO_SANITIZE:-0}" == 1 ]] && fuzz_build="$build-fuzz"
-  GRAPHRUN_FUZZ_BUILD_DIR="$fuzz_build" bash "$root/tools/fuzz.sh" all "${GRAPHRUN_FUZZ_SECONDS:-60}"
+  GRAPHRUN_FUZZ_BUILD_DIR="$fuzz_build" bash "$root/tools/fuzz.sh" all "${GRAPHRUN_FUZZ_SECONDS:-30}"
   end
 else
   skip fuzz
