@@ -274,10 +274,8 @@ Scheduler::StepBatch Scheduler::build_batch() {
             break;
         }
     const bool decode_now = options_.policy == Policy::Continuous || prompt == nullptr;
-    // Over a pipeline the decoding requests take turns in `groups` groups, one per pass in flight; a
-    // group of fewer than pipeline_group_min costs nearly a whole pass of the weights for few tokens,
-    // so below depth * pipeline_group_min decoding requests they form one group. A group goes when
-    // its requests are back (at least the smallest group's count), never as a few stragglers.
+    // Over a pipeline the decoding requests take turns in groups (scheduler.h). A group goes once its
+    // requests are back (at least the smallest group's count), never as a few stragglers.
     int64_t n_decoding = 0, n_ready = 0;
     for (auto& r : running_)
         if (r->decoding()) {
@@ -287,9 +285,9 @@ Scheduler::StepBatch Scheduler::build_batch() {
     const int64_t depth = engine_.pipeline_depth();
     const int64_t groups = depth > 1 && n_decoding >= depth * options_.pipeline_group_min ? depth : 1;
     const int64_t group_max = (n_decoding + groups - 1) / groups;
-    int64_t decode_room = n_ready >= n_decoding / groups ? group_max : 0;
+    int64_t decode_room = decode_now && n_ready >= n_decoding / groups ? group_max : 0;
     for (auto& r : running_)
-        if (decode_now && decode_room > 0 && !r->in_flight && r->decoding()) {
+        if (decode_room > 0 && !r->in_flight && r->decoding()) {
             --decode_room;
             batch.tokens.push_back({r->seq, r->pending, true});
             batch.owners.push_back(r.get());

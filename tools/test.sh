@@ -84,12 +84,13 @@ fi
 
 if [[ "${GRAPHRUN_NO_FUZZ:-0}" != 1 ]]; then
   begin fuzz
-  echo "== fuzz targets, ${GRAPHRUN_FUZZ_SECONDS:-30} s each under ASan + UBSan =="
+  fuzz_seconds="${GRAPHRUN_FUZZ_SECONDS:-30}"
+  echo "== fuzz targets, $fuzz_seconds s each under ASan + UBSan =="
   # Any crash, sanitizer report, leak or timeout fails the run (and so CI); tools/fuzz.sh says which input.
   # The tree of the sanitizer pass when it ran (its fuzz targets are built), else a tree of their own.
   fuzz_build="$build-asan"
   [[ "${GRAPHRUN_NO_SANITIZE:-0}" == 1 ]] && fuzz_build="$build-fuzz"
-  GRAPHRUN_FUZZ_BUILD_DIR="$fuzz_build" bash "$root/tools/fuzz.sh" all "${GRAPHRUN_FUZZ_SECONDS:-30}"
+  GRAPHRUN_FUZZ_BUILD_DIR="$fuzz_build" bash "$root/tools/fuzz.sh" all "$fuzz_seconds"
   end
 else
   skip fuzz
