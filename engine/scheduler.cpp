@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/checked_math.h"
+#include "runtime/text/vocab_match.h"
 
 namespace graphrun::graph {
 
@@ -65,6 +66,12 @@ struct Scheduler::Running {
     RequestTiming timing;
     FinishReason finished = FinishReason::None;
     bool in_flight = false;  // has tokens in a pass submitted and not yet collected
+    // Speculative decoding: the proposer and history (null when the request does not speculate), the
+    // positions the sequence held before its turn in the pass, and the row of that turn to sample next
+    // (rows past a rejected guess are never sampled).
+    std::unique_ptr<SequenceSpeculation> spec;
+    int64_t turn_start = 0;
+    int64_t next_row = 0;
 
     Running(Queued&& q, int32_t n_vocab)
         : id(q.id),
@@ -95,6 +102,20 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, SchedulerOptions option
                                     " must be at least --parallel " + std::to_string(options_.parallel) +
                                     " (every decoding sequence gets a token per step)");
     if (options_.max_queue < 0) throw std::invalid_argument("max_queue must not be negative");
+    validate_speculation(options_.speculation);
+    if (options_.draft_model) {
+        // Guesses are the draft's token ids, fed to this model as they are.
+        require_same_vocabulary(engine_.model().file(), options_.draft_model->file());
+        draft_engine_ = std::make_unique<Engine>(
+            options_.draft_model, EngineOptions{.n_ctx = engine_.n_ctx(),
+                                                .n_seq = options_.parallel,
+                                                .n_threads = options_.n_threads});
+        if (draft_engine_->n_vocab() != engine_.n_vocab())
+            throw std::invalid_argument("the draft model's logits are " + std::to_string(draft_engine_->n_vocab()) +
+                                        " wide, the model's " + std::to_string(engine_.n_vocab()));
+    } else if (options_.speculation.mode == SpecMode::Draft) {
+        throw std::invalid_argument("--spec draft needs the draft model: give --model-draft FILE");
+    }
     metrics_.kv_blocks_total = engine_.pool().n_blocks();
 }
 
@@ -135,6 +156,15 @@ RequestId Scheduler::submit(Request request, TokenCallback on_token) {
         sampler_validate(request.sampling);
     } catch (const std::invalid_argument& e) {
         throw RequestRefused(std::string("sampling: ") + e.what());
+    }
+    if (request.speculation) {
+        try {
+            validate_speculation(*request.speculation);
+        } catch (const std::invalid_argument& e) {
+            throw RequestRefused(std::string("speculation: ") + e.what());
+        }
+        if (request.speculation->mode == SpecMode::Draft && !draft_engine_)
+            throw RequestRefused("speculation: draft needs a draft model, and none was loaded (--model-draft)");
     }
     const int64_t blocks = blocks_for(request);
     if (blocks > engine_.pool().n_blocks())
@@ -204,6 +234,9 @@ void Scheduler::admit() {
         auto r = std::make_unique<Running>(std::move(*queue_.front()), int32_t(engine_.n_vocab()));
         queue_.pop_front();
         r->reserve = need;
+        const Speculation& spec = r->request.speculation.value_or(options_.speculation);
+        if (spec.mode != SpecMode::Off)
+            r->spec = std::make_unique<SequenceSpeculation>(spec, draft_engine_.get(), r->request.prompt);
         r->timing.started = now();
         outstanding += need;
         running_.push_back(std::move(r));
@@ -233,6 +266,7 @@ struct Scheduler::StepBatch {
     std::vector<Running*> owners;  // the request of each row of logits
     std::vector<int64_t> prompt_positions;  // per row: the prompt position it is for (prompt_logits), or -1
     std::vector<Running*> members;  // every request with a token in the batch (in flight until collected)
+    std::vector<int64_t> turn_rows;  // per row of a decoding turn: 0 for the fed token, j after guess j; -1
     int64_t sequences = 0;         // sequences with a token in the batch
 };
 
@@ -286,14 +320,38 @@ Scheduler::StepBatch Scheduler::build_batch() {
     const int64_t groups = depth > 1 && n_decoding >= depth * options_.pipeline_group_min ? depth : 1;
     const int64_t group_max = (n_decoding + groups - 1) / groups;
     int64_t decode_room = decode_now && n_ready >= n_decoding / groups ? group_max : 0;
+    int64_t decoding_left = 0;  // decoding requests this pass takes, still to place (a token each)
+    for (auto& r : running_)
+        decoding_left += !r->in_flight && r->decoding() ? 1 : 0;
+    decoding_left = std::min(decoding_left, decode_room);
     for (auto& r : running_)
         if (decode_room > 0 && !r->in_flight && r->decoding()) {
             --decode_room;
+            --decoding_left;
+            r->turn_start = engine_.length(r->seq);
+            r->next_row = 0;
             batch.tokens.push_back({r->seq, r->pending, true});
             batch.owners.push_back(r.get());
             batch.members.push_back(r.get());
             batch.prompt_positions.push_back(-1);
+            batch.turn_rows.push_back(0);
             ++batch.sequences;
+            ++metrics_.decode_turns;
+            if (!r->spec) continue;
+            // The guesses follow their token, as far as the pass has room after a token for each of the
+            // decoding requests still to come.
+            r->spec->keep(size_t(std::max<int64_t>(
+                0, options_.step_tokens - int64_t(batch.tokens.size()) - decoding_left)));
+            const std::span<const int32_t> guesses = r->spec->draft();
+            for (size_t j = 0; j < guesses.size(); ++j) {
+                batch.tokens.push_back({r->seq, guesses[j], true});
+                batch.owners.push_back(r.get());
+                batch.prompt_positions.push_back(-1);
+                batch.turn_rows.push_back(int64_t(j) + 1);
+            }
+            metrics_.draft_proposed += int64_t(guesses.size());
+        } else if (r->spec && !r->in_flight) {
+            r->spec->keep(0);  // not in this pass: its guesses, if any, were for nothing
         }
     const int64_t budget = options_.step_tokens - int64_t(batch.tokens.size());
     if (prompt && budget > 0) {
@@ -313,6 +371,7 @@ Scheduler::StepBatch Scheduler::build_batch() {
             if (row) {
                 batch.owners.push_back(prompt);
                 batch.prompt_positions.push_back(prompt->request.prompt_logits ? int64_t(prompt->fed) : -1);
+                batch.turn_rows.push_back(-1);
             }
             batch.tokens.push_back({prompt->seq, prompt->request.prompt[prompt->fed++], row});
         }
@@ -324,8 +383,37 @@ Scheduler::StepBatch Scheduler::build_batch() {
     return batch;
 }
 
+// Without the lock, on the stepping thread (the only one that touches a running request's proposer,
+// its sampler and the engines): the guesses of every request about to decode, each limited by its
+// context, the tokens it may still generate, and its share of the pass (a token for every decoding
+// request first, the rest split evenly). build_batch() puts them after the requests' tokens.
+void Scheduler::propose_drafts() {
+    bool prompt_waiting = false;
+    int64_t decoding = 0;
+    for (auto& r : running_) {
+        prompt_waiting = prompt_waiting || r->fed < r->request.prompt.size();
+        decoding += r->decoding() && !r->in_flight ? 1 : 0;
+    }
+    if (decoding == 0 || (options_.policy == Policy::Static && prompt_waiting)) return;
+    const int64_t share = (options_.step_tokens - decoding) / decoding;
+    for (auto& r : running_) {
+        if (!r->spec || !r->decoding() || r->in_flight) continue;  // a pass in flight holds its guesses
+        // The fed token takes position length(seq); guess j position length + j, inside the context;
+        // a guess is only of use if a token may still come after it.
+        const int64_t room = std::min({engine_.n_ctx() - engine_.length(r->seq) - 1,
+                                       r->request.max_tokens - r->timing.generated - 1, share});
+        try {
+            r->spec->propose(room, r->sampler);
+        } catch (const KvPoolFull&) {
+            r->spec->keep(0);  // the draft model's cache is full for now: this turn goes unguessed
+        }
+    }
+}
+
 // Under the lock, after the forward pass: a token sampled from each row of logits, the requests that
-// stop, reach max_tokens or fill the context finished, and each token's callback queued.
+// stop, reach max_tokens or fill the context finished, and each token's callback queued. A decoding
+// turn's rows are sampled in order while its guesses are the tokens sampled; then the guesses' positions
+// past the last kept token leave the KV cache, and the rows after it are not looked at.
 void Scheduler::sample_and_finish(const StepBatch& batch, std::span<const float> rows,
                                   std::vector<std::function<void()>>& calls) {
     const size_t n_vocab = size_t(engine_.n_vocab());
@@ -334,6 +422,8 @@ void Scheduler::sample_and_finish(const StepBatch& batch, std::span<const float>
     for (size_t i = 0; i < batch.owners.size(); ++i) {
         Running& r = *batch.owners[i];
         if (r.finished != FinishReason::None) continue;  // ended at an earlier row of this batch
+        const int64_t turn_row = batch.turn_rows[i];
+        if (turn_row >= 0 && turn_row != r.next_row) continue;  // past a rejected guess
         const std::span<const float> row = rows.subspan(i * n_vocab, n_vocab);
         if (const int64_t p = batch.prompt_positions[i]; p >= 0) {
             Running* rp = &r;
@@ -364,15 +454,31 @@ void Scheduler::sample_and_finish(const StepBatch& batch, std::span<const float>
         const int64_t index = r.timing.generated++;
         if (index == 0) r.timing.first_token = t;
         ++metrics_.generated_tokens;
+        if (turn_row >= 0) ++metrics_.decode_tokens;
+        if (r.spec) r.spec->sampled(token);
+        // The positions plain decoding would hold now: those before this turn, its fed token and the
+        // guesses kept before this row (the guesses after it are in the cache too, for now).
+        const int64_t held = turn_row >= 0 ? r.turn_start + turn_row + 1 : engine_.length(r.seq);
         FinishReason reason = FinishReason::None;
         if (std::find(r.request.stop_ids.begin(), r.request.stop_ids.end(), token) !=
             r.request.stop_ids.end())
             reason = FinishReason::Stop;
         else if (r.timing.generated >= r.request.max_tokens)
             reason = FinishReason::Length;
-        else if (engine_.length(r.seq) >= engine_.n_ctx())
+        else if (held >= engine_.n_ctx())
             reason = FinishReason::ContextFull;  // no position left to feed the token back
         r.pending = token;
+        if (turn_row >= 0 && r.spec) {
+            const std::span<const int32_t> guesses = r.spec->draft();
+            if (reason == FinishReason::None && size_t(turn_row) < guesses.size() &&
+                token == guesses[size_t(turn_row)]) {
+                ++r.next_row;  // already fed at the next position: its row holds the next token's logits
+                ++metrics_.draft_accepted;
+            } else {
+                r.spec->verified(turn_row);
+                if (reason == FinishReason::None && engine_.length(r.seq) > held) engine_.truncate(r.seq, held);
+            }
+        }
         if (reason != FinishReason::None) finish(r, reason, calls);
         Running* p = &r;
         calls.push_back([p, token, index, row, reason] {
@@ -398,6 +504,11 @@ bool Scheduler::step() {
     apply_cancels(calls);
     retire_finished(retired);
     admit();
+    // Guesses are made without the lock: a draft model's passes must not hold up submit and cancel.
+    // Only this thread changes running_ and what its requests hold.
+    lock.unlock();
+    propose_drafts();
+    lock.lock();
     StepBatch batch = build_batch();
     const bool submitted = !batch.tokens.empty();
     // The forward passes, without the lock: submit, cancel and metrics go on meanwhile. Only this

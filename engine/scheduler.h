@@ -25,6 +25,16 @@
 // (prompt chunks still overlap them). Each request's sampler sees its own rows in its own order:
 // tokens and bits are one process's.
 //
+// Speculative decoding (engine/speculation.h): a decoding request that speculates joins a pass with its
+// token and the guesses of its proposer (prompt lookup, or a draft sequence on the scheduler's draft
+// model), [t, d1 .. dk], within step_tokens, its context, and the tokens it may still generate. Its
+// rows are sampled in order by its own sampler, each as plain decoding samples it, until a guess is
+// not the token sampled; the rest are dropped from its KV cache. Stop ids, max_tokens, the context and
+// the grammar act at every token as they do without guesses, so the tokens, their rows' bits and
+// the seeded draws are plain decoding's, for either policy. A grammar request's guesses stop before
+// the first token its grammar refuses. Over a pipeline a request's guesses go in its pass
+// and it sits out until that pass is collected, as any request does.
+//
 // Admission reserves, for each request, the KV blocks its longest possible sequence could take
 // (prompt + max_tokens, at most the context), so a running request never finds the pool empty; a
 // request whose need is more than the whole pool is refused at submit, one that fits later waits.
@@ -43,12 +53,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/speculation.h"
 #include "runtime/text/sampler.h"
 
 namespace graphrun::graph {
@@ -76,6 +88,9 @@ struct Request {
     // before any generated token: a prompt's log-probabilities (the server's `echo`). The prompt is
     // then evaluated whole, without taking blocks from the prefix cache.
     bool prompt_logits = false;
+    // Speculative decoding for this request; unset: the scheduler's (SchedulerOptions::speculation).
+    // SpecMode::Draft needs the scheduler's draft model.
+    std::optional<Speculation> speculation{};
 };
 
 // Times on std::chrono::steady_clock, in seconds since the scheduler was made.
@@ -120,6 +135,10 @@ struct SchedulerOptions {
     // Over a pipeline: the fewest decoding requests in a group that takes turns with the others (see
     // above); fewer than ranks x this, and all of them decode in one pass at a time.
     int64_t pipeline_group_min = 4;
+    Speculation speculation{};  // the requests' unless they say otherwise; off by default
+    // The draft model of SpecMode::Draft (its vocabulary the model's: checked by the constructor), run
+    // on an engine of its own with a sequence per speculating request.
+    std::shared_ptr<const Model> draft_model{};
 };
 
 struct SchedulerMetrics {
@@ -136,12 +155,21 @@ struct SchedulerMetrics {
     int64_t prompt_tokens = 0;         // prompt tokens evaluated
     int64_t prompt_tokens_reused = 0;  // prompt positions taken from the prefix cache instead
     int64_t generated_tokens = 0;
+    // Speculative decoding: tokens guessed (each evaluated in a pass), and of those, the ones kept.
+    int64_t draft_proposed = 0;
+    int64_t draft_accepted = 0;
+    // Decoding: a request's turn in a pass (its token and its guesses), and the tokens sampled in those
+    // turns; their ratio is the tokens per pass per sequence (1 without speculation).
+    int64_t decode_turns = 0;
+    int64_t decode_tokens = 0;
     int64_t finished = 0;  // requests ended (any reason, cancellations included)
     int64_t cancelled = 0;
 };
 
 class Scheduler {
   public:
+    // Throws std::invalid_argument for options out of range, and VocabMismatch (runtime/text/
+    // vocab_match.h) when the draft model's vocabulary is not the model's.
     Scheduler(std::shared_ptr<const Model> model, SchedulerOptions options = {});
     ~Scheduler();  // stops the engine thread; unfinished requests are cancelled
     Scheduler(const Scheduler&) = delete;
@@ -185,6 +213,7 @@ class Scheduler {
     // The phases of step(), in order.
     void apply_cancels(std::vector<std::function<void()>>& calls);
     void retire_finished(std::vector<std::unique_ptr<Running>>& retired);
+    void propose_drafts();
     StepBatch build_batch();
     void sample_and_finish(const StepBatch& batch, std::span<const float> rows,
                            std::vector<std::function<void()>>& calls);
@@ -192,6 +221,7 @@ class Scheduler {
 
     SchedulerOptions options_;
     Engine engine_;
+    std::unique_ptr<Engine> draft_engine_;  // the draft model's, when SchedulerOptions::draft_model
     const double start_time_;
 
     mutable std::mutex mutex_;  // guards everything below, never held while the engine runs

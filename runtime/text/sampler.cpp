@@ -319,6 +319,18 @@ int32_t Sampler::commit_grammar(int32_t token) {
     return token;
 }
 
+size_t Sampler::grammar_allowed_prefix(std::span<const int32_t> tokens) const {
+    if (!grammar_) return tokens.size();
+    const GrammarVocab& vocab = *params_.grammar->vocab;
+    GrammarMatcher match = *grammar_;  // a copy to walk ahead on
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] < 0 || tokens[i] >= n_vocab_ || !vocab.allows(match, tokens[i])) return i;
+        if (vocab.is_end(tokens[i])) return i + 1;
+        match.accept(vocab.bytes(tokens[i]));
+    }
+    return tokens.size();
+}
+
 void Sampler::accept(int32_t token) {
     if (token < 0 || token >= n_vocab_)
         throw std::invalid_argument("[sampler] accepted token " + std::to_string(token) +

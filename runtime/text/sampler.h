@@ -134,6 +134,10 @@ class Sampler {
     }
     // With a grammar: whether the tokens sampled so far are a complete match (true without one).
     bool grammar_complete() const { return !grammar_ || grammar_->can_end(); }
+    // How many of `tokens`, fed in order from the match so far, the grammar allows (all of them
+    // without one); an end-of-generation token counts where the grammar can end, and nothing after
+    // it. The sampler's own match is left as it was: speculative decoding cuts guesses with it.
+    size_t grammar_allowed_prefix(std::span<const int32_t> tokens) const;
 
     const SamplerParams& params() const { return params_; }
     uint64_t seed() const { return seed_; }  // the seed in use (drawn when params.seed was random)

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -303,10 +304,14 @@ struct Outcome {
 // Six requests (greedy and seeded sampling, prompts of 1 to 70 tokens, one cancelled at its third
 // token) through a continuous scheduler of 4 sequences; over a pipeline, groups of at least
 // `group_min` decoding requests take turns.
+// With `speculation`, the requests speculate (a draft model, when given, on rank 0 alone).
 std::vector<Outcome> schedule(std::shared_ptr<const graph::Model> model, graph::SchedulerMetrics* metrics,
-                              int64_t group_min = 4) {
+                              int64_t group_min = 4, graph::Speculation speculation = {},
+                              std::shared_ptr<const graph::Model> draft = nullptr) {
     graph::Scheduler scheduler(std::move(model), {.parallel = 4, .step_tokens = 32, .n_threads = 1,
-                                                  .pipeline_group_min = group_min});
+                                                  .pipeline_group_min = group_min,
+                                                  .speculation = speculation,
+                                                  .draft_model = std::move(draft)});
     std::vector<Outcome> outcomes(6);
     for (size_t i = 0; i < outcomes.size(); ++i) {
         graph::Request request;
@@ -361,6 +366,50 @@ TEST(Pipeline, ASchedulerOverTwoRanksKeepsTwoPassesInFlightWithOneProcessesToken
             }
         }
     }
+}
+
+// Speculation over 2 ranks: a request's token and guesses go down the ranks in one pass, its rejected
+// guesses are truncated on every rank once that pass is back, and every request gets one process's
+// plain tokens and bits, with the model as its own draft (greedy: every guess kept) and with lookup.
+TEST(Pipeline, SpeculationOverTwoRanksGivesOneProcessesPlainTokens) {
+    const std::string file = model_file("llama");
+    graph::SchedulerMetrics plain_metrics, m;
+    const std::vector<Outcome> expected = schedule(graph::Model::load(file), &plain_metrics);
+    for (const graph::SpecMode mode : {graph::SpecMode::Draft, graph::SpecMode::Lookup})
+        for (const int64_t group_min : {2, 4}) {
+            SCOPED_TRACE(std::string(graph::spec_mode_name(mode)) + ", groups of at least " +
+                         std::to_string(group_min));
+            std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(2);
+            graph::Pipeline lead(std::move(links[0]), ""), follower(std::move(links[1]), "");
+            std::thread t([&] { follower.follow(); });
+            const std::vector<Outcome> got =
+                schedule(graph::Model::load(file, "", &lead), &m, group_min,
+                         {.mode = mode, .draft_min = 1, .draft_max = 4},
+                         mode == graph::SpecMode::Draft ? graph::Model::load(file) : nullptr);
+            lead.tell(graph::PipelineMessage().put(int64_t(graph::PipelineCommand::Stop)));
+            t.join();
+            ASSERT_EQ(got.size(), expected.size());
+            for (size_t i = 0; i < got.size(); ++i) {
+                if (i == 3) {
+                    // Cancelled from its third token's callback: the pass that sampled it may have kept
+                    // guesses after it, which come out too (a cancel acts before the next pass).
+                    ASSERT_GE(got[i].tokens.size(), expected[i].tokens.size());
+                    EXPECT_TRUE(std::equal(expected[i].tokens.begin(), expected[i].tokens.end(),
+                                           got[i].tokens.begin()));
+                    EXPECT_EQ(std::memcmp(got[i].rows.data(), expected[i].rows.data(),
+                                          expected[i].rows.size() * sizeof(float)), 0);
+                    EXPECT_EQ(got[i].finish, FinishReason::Cancelled);
+                    continue;
+                }
+                EXPECT_EQ(got[i].tokens, expected[i].tokens) << "request " << i;
+                EXPECT_EQ(got[i].finish, expected[i].finish) << "request " << i;
+                EXPECT_TRUE(same_bits(got[i].rows, expected[i].rows)) << "request " << i;
+            }
+            if (mode == graph::SpecMode::Draft) {
+                EXPECT_GT(m.draft_accepted, 0);
+                EXPECT_LT(m.steps, plain_metrics.steps);
+            }
+        }
 }
 
 }  // namespace
