@@ -2,6 +2,7 @@
 //
 //   graphrun batched -m MODEL -p "Once upon a time" --parallel 4 -n 32    four continuations of one prompt
 //   graphrun batched -m MODEL -f prompts.txt -n 32                         one sequence per line
+//   graphrun batched -m MODEL -p TEXT --spec lookup      speculative decoding, the same texts (spec_options.h)
 //
 // Like llama.cpp's llama-batched, but -n is the tokens generated per sequence (as in graphrun's other
 // commands). Every sequence is a request to the continuous scheduler (engine/scheduler.h); the prompt's
@@ -23,12 +24,13 @@
 #include "runtime/text/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
+#include "tools/spec_options.h"
 
 namespace graphrun::tools {
 
 namespace {
 
-struct BatchedOptions {
+struct BatchedOptions : SpecOptions {  // spec, draft_model_path, lookup
     std::string graph_path, model_path, prompt, prompt_file;
     int64_t parallel = 0;  // 0: 4 with -p, the number of lines with -f
     int64_t n_predict = 32;
@@ -65,12 +67,15 @@ void run_batched(BatchedOptions opt) {
     auto model = graph::Model::load(opt.model_path, opt.graph_path, process_pipeline());
     const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
     const int64_t n = int64_t(prompts.size());
+    std::shared_ptr<const graph::Model> draft = load_draft_model(opt, *model);
     graph::Scheduler scheduler(model, {.policy = graph::Policy::Continuous,
                                        .parallel = n,
                                        .max_queue = n,
                                        .n_ctx = opt.ctx,
                                        .step_tokens = std::max<int64_t>(256, n),
-                                       .n_threads = opt.threads});
+                                       .n_threads = opt.threads,
+                                       .speculation = speculation_of(opt),
+                                       .draft_model = draft});
     if (tokenizer.n_vocab() < scheduler.n_vocab())
         throw std::runtime_error(opt.model_path + ": the vocabulary has " +
                                  std::to_string(tokenizer.n_vocab()) + " tokens but the logits are " +
@@ -120,6 +125,15 @@ void run_batched(BatchedOptions opt) {
         (long long)n, (long long)m.prompt_tokens, (long long)m.prompt_tokens_reused,
         (long long)m.generated_tokens, seconds, double(m.generated_tokens + m.prompt_tokens) / seconds,
         (long long)m.steps, scheduler.n_threads());
+    if (opt.spec != "off") {
+        const double rate = m.draft_proposed > 0 ? double(m.draft_accepted) / double(m.draft_proposed) : 0.0;
+        const double per_turn = m.decode_turns > 0 ? double(m.decode_tokens) / double(m.decode_turns) : 0.0;
+        std::fprintf(stderr,
+                     "graphrun: speculative (%s): %lld tokens proposed, %lld accepted (%.1f%%), %lld sequence "
+                     "turns for %lld tokens: %.2f tokens per pass per sequence\n",
+                     opt.spec.c_str(), (long long)m.draft_proposed, (long long)m.draft_accepted, 100.0 * rate,
+                     (long long)m.decode_turns, (long long)m.decode_tokens, per_turn);
+    }
     for (size_t i = 0; i < outputs.size(); ++i)
         if (outputs[i].finish == graph::FinishReason::ContextFull)
             std::fprintf(stderr,
@@ -158,8 +172,10 @@ void register_batched(CLI::App& app) {
     cmd->add_option("--min-p", s.min_p, "drop tokens below this fraction of the best one (0: off)")
         ->capture_default_str();
     cmd->add_option("--seed", s.seed, "sequence I samples with seed SEED + I (default: random)");
+    add_spec_options(*cmd, *opt);
     cmd->callback([cmd, opt] {
         BatchedOptions o = *opt;
+        check_spec_options(*cmd, o);
         o.seed_given = cmd->count("--seed") > 0;
         run_batched(std::move(o));
     });

@@ -36,16 +36,16 @@
 #include "runtime/text/chat_template.h"
 #include "runtime/text/json_schema.h"
 #include "runtime/text/tokenizer.h"
-#include "runtime/text/vocab_match.h"
 #include "tools/commands.h"
 #include "tools/conversation.h"
 #include "tools/option_checks.h"
+#include "tools/spec_options.h"
 
 namespace graphrun::tools {
 
 namespace {
 
-struct GenerateOptions {
+struct GenerateOptions : SpecOptions {  // spec, draft_model_path, lookup
     // Empty: the defaults in the data folder (graph/data_files.h); the graph is then the one of the
     // model's general.architecture (graph_path_for).
     std::string graph_path, model_path;
@@ -62,9 +62,6 @@ struct GenerateOptions {
     bool temperature_given = false;
     bool profile = false;
     std::string trace_path;
-    std::string spec = "off";      // the proposer: off, lookup or draft
-    std::string draft_model_path;  // --model-draft, for --spec draft
-    graph::PromptLookupOptions lookup;
     std::string grammar_file, json_schema_file;  // constrained decoding (docs/grammars.md)
 };
 
@@ -145,12 +142,7 @@ void check_context_fits(const graph::Model& model, int64_t n_ctx) {
 // fed to the target as they are) and its logits as wide. Its KV cache is as long as the target's.
 std::unique_ptr<graph::DraftProposer> make_draft_model(const GenerateOptions& opt,
                                                        const graph::Session& target) {
-    auto draft = graph::Model::load(opt.draft_model_path);
-    try {
-        require_same_vocabulary(target.model().file(), draft->file());
-    } catch (const std::runtime_error& e) {  // VocabMismatch, TokenizerError
-        throw std::runtime_error(std::string("--model-draft ") + e.what());
-    }
+    auto draft = load_draft_model(opt, target.model());
     if (opt.check_weights) check_weights_are_finite(*draft);
     check_context_fits(*draft, target.n_ctx());
     auto proposer = std::make_unique<graph::DraftModel>(
@@ -486,29 +478,7 @@ void register_generate(CLI::App& app) {
         ->check(CLI::IsMember({"", "text", "json"}));
     app.add_option("--batch", opt->batch, "batch size of the plan --dump-plan prints")
         ->check(whole_number_in(1, graph::kMaxBatch, "the batch ceiling"));
-    app.add_option("--spec", opt->spec,
-                   "speculative decoding, the same tokens as without: off, lookup (guesses from n-grams "
-                   "of the prompt and output) or draft (guesses of the smaller model --model-draft)")
-        ->check(CLI::Validator(
-            [](std::string& name) -> std::string {
-                if (name == "off" || name == "lookup" || name == "draft") return "";
-                return "'" + name + "' is not a proposer: give off, lookup or draft";
-            },
-            "off|lookup|draft"))
-        ->capture_default_str();
-    app.add_option("--model-draft", opt->draft_model_path,
-                   "--spec draft: the draft model (GGUF), smaller, with the vocabulary of -m (also -md, as "
-                   "in llama.cpp)");
-    app.add_option("--draft-max", opt->lookup.draft_max, "--spec: tokens proposed per pass at most")
-        ->check(whole_number_in(1, graph::kMaxDraftTokens))
-        ->capture_default_str();
-    app.add_option("--draft-min", opt->lookup.draft_min,
-                   "--spec: tokens proposed per pass at least (a shorter guess is not made)")
-        ->check(whole_number_in(1, graph::kMaxDraftTokens))
-        ->capture_default_str();
-    app.add_option("--lookup-ngram", opt->lookup.ngram, "--spec lookup: the longest run of last tokens looked up")
-        ->check(whole_number_in(1, graph::kMaxLookupNgram))
-        ->capture_default_str();
+    add_spec_options(app, *opt);
     app.add_option("--grammar", opt->grammar_file,
                    "constrain the output to a GBNF grammar (llama.cpp's format; docs/grammars.md)");
     app.add_option("--json-schema", opt->json_schema_file,
@@ -520,20 +490,7 @@ void register_generate(CLI::App& app) {
         GenerateOptions o = *opt;
         if (app.count("--dump-plan") && o.dump_plan.empty()) o.dump_plan = "text";
         o.temperature_given = app.count("--temp") > 0;
-        for (const char* name : {"--draft-max", "--draft-min"})
-            if (app.count(name) > 0 && o.spec == "off")
-                throw std::runtime_error(
-                    std::string(name) +
-                    " tunes speculative decoding: give --spec lookup or --spec draft too");
-        if (app.count("--lookup-ngram") > 0 && o.spec != "lookup")
-            throw std::runtime_error(o.spec == "draft"
-                                         ? "--lookup-ngram tunes --spec lookup, not --spec draft"
-                                         : "--lookup-ngram tunes --spec lookup: give --spec lookup too");
-        if (o.spec == "draft" && o.draft_model_path.empty())
-            throw std::runtime_error("--spec draft needs the draft model: give --model-draft FILE");
-        if (o.spec != "draft" && !o.draft_model_path.empty())
-            throw std::runtime_error(
-                "--model-draft is the draft model of --spec draft: give --spec draft too");
+        check_spec_options(app, o);
         run_generate(std::move(o));
     });
 }

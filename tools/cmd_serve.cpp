@@ -2,6 +2,7 @@
 //
 //   graphrun serve -m MODEL.gguf [--host 127.0.0.1] [--port 8080] [--parallel N] [--queue N]
 //                  [--ctx-size N] [--api-key KEY] [--cors-origins LIST]
+//                  [--spec lookup|draft [--model-draft S.gguf] ...]   requests' default (spec_options.h)
 //
 // SIGTERM or SIGINT drains: no new connections, in-flight requests finish (at most --drain-timeout
 // seconds, then they are cut off), exit 0. docs/server.md says how to point clients at it.
@@ -24,12 +25,13 @@
 #include "server/scheduler_backend.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
+#include "tools/spec_options.h"
 
 namespace graphrun::tools {
 
 namespace {
 
-struct ServeOptions {
+struct ServeOptions : SpecOptions {  // spec, draft_model_path, lookup
     std::string model_path, graph_path, chat_template;
     server::ServerOptions http;
     int64_t parallel = 4, queue = -1, ctx = 0;
@@ -55,7 +57,9 @@ void run_serve(ServeOptions opt) {
                 .parallel = opt.parallel,
                 .max_queue = opt.queue,
                 .n_ctx = opt.ctx,
-                .n_threads = opt.threads});
+                .n_threads = opt.threads,
+                .speculation = speculation_of(opt),
+                .draft_model = load_draft_model(opt, *model)});
     server::ModelInfo info{
         .id = std::filesystem::path(opt.model_path).filename().string(),
         .tokenizer = Tokenizer::from_gguf(model->file()),
@@ -123,7 +127,11 @@ void register_serve(CLI::App& app) {
     cmd->add_option("--drain-timeout", opt->drain_timeout, "seconds SIGTERM waits for requests in flight")
         ->check(CLI::Range(0.0, 3600.0))
         ->capture_default_str();
-    cmd->callback([opt] { run_serve(*opt); });
+    add_spec_options(*cmd, *opt);
+    cmd->callback([cmd, opt] {
+        check_spec_options(*cmd, *opt);
+        run_serve(*opt);
+    });
 }
 
 }  // namespace graphrun::tools

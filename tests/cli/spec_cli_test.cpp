@@ -1,5 +1,6 @@
 // tests/cli/spec_cli_test.cpp — `graphrun --spec lookup` and `--spec draft --model-draft`: the same stdout as
-// without, greedy and seeded, the counts on stderr, and the options refused where they make no sense.
+// without, greedy and seeded, the counts on stderr, and the options refused where they make no sense;
+// the same for `graphrun batched` (4 sequences), and a draft of another vocabulary refused by batched and serve.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -172,6 +173,51 @@ TEST(SpecCli, BadValuesAreRefusedByName) {
     r = test::run_graphrun({"-m", kShipped, "-p", "In", "--spec", "lookup", "--conversation"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_THAT(r.err, HasSubstr("not --conversation"));
+}
+
+TEST(SpecCli, BatchedPrintsWhatPlainBatchedPrints) {
+    for (const std::vector<std::string>& sampling :
+         {std::vector<std::string>{"--temp", "0"},
+          std::vector<std::string>{"--temp", "0.8", "--seed", "42"}}) {
+        const std::vector<std::string> base =
+            with({"batched", "-m", kShipped, "-p", kRepeated, "--parallel", "4", "-n", "48", "-t", "2"}, sampling);
+        const auto plain = test::run_graphrun(base);
+        ASSERT_EQ(plain.exit_code, 0) << plain.err;
+        EXPECT_THAT(plain.err, Not(HasSubstr("speculative")));
+        const auto lookup = test::run_graphrun(with(base, {"--spec", "lookup", "--draft-max", "6"}));
+        ASSERT_EQ(lookup.exit_code, 0) << lookup.err;
+        EXPECT_EQ(lookup.out, plain.out);
+        EXPECT_GT(counts_of(lookup.err).accepted, 0) << lookup.err;
+        EXPECT_THAT(lookup.err, HasSubstr("tokens per pass per sequence"));
+        const auto draft = test::run_graphrun(with(base, {"--spec", "draft", "-md", kShipped}));
+        ASSERT_EQ(draft.exit_code, 0) << draft.err;
+        EXPECT_EQ(draft.out, plain.out);
+        const Counts counts = counts_of(draft.err, "draft");
+        EXPECT_GT(counts.accepted, 0) << draft.err;
+        if (sampling[1] == "0") {
+            EXPECT_EQ(counts.accepted, counts.proposed) << draft.err;
+        }
+    }
+}
+
+TEST(SpecCli, BatchedAndServeRefuseADraftOfAnotherVocabulary) {
+    const std::string draft =
+        testing::random_model_file(testing::spec_of(32, 1, 2, 1, 48, 320, 99), "spec_cli_random_draft");
+    const std::string expected = "--model-draft " + draft + ": its vocabulary is not the one of " + kShipped +
+                                 ": 2048 tokens there and 320 here";
+    auto r = test::run_graphrun({"batched", "-m", kShipped, "-p", "In", "--spec", "draft", "-md", draft});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr(expected));
+    EXPECT_EQ(r.out, "");
+    r = test::run_graphrun({"serve", "-m", kShipped, "--port", "0", "--spec", "draft", "-md", draft});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr(expected));
+    r = test::run_graphrun({"batched", "-m", kShipped, "-p", "In", "--spec", "draft"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("--spec draft needs the draft model: give --model-draft FILE"));
+    r = test::run_graphrun({"serve", "-m", kShipped, "--port", "0", "--lookup-ngram", "2"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("--lookup-ngram tunes --spec lookup: give --spec lookup too"));
 }
 
 }  // namespace
