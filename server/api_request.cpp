@@ -7,11 +7,13 @@
 #include <limits>
 #include <span>
 #include <string_view>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/json_depth.h"
 #include "graph/limits.h"
+#include "engine/prompt_lookup.h"
 #include "runtime/text/json_schema.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -206,7 +208,8 @@ void check_other_fields(const json& body, bool chat) {
     static constexpr std::string_view kHonoured[] = {
         "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
         "repeat_penalty", "seed", "stop", "stream", "stream_options", "logprobs", "logit_bias", "n",
-        "response_format", "grammar"};
+        "response_format", "grammar", "speculative.type", "speculative.n_max", "speculative.n_min",
+        "speculative.ngram"};
     // echo: the prompt's text and log-probabilities first (max_tokens 0: only those, lm-eval's loglikelihood).
     static constexpr std::string_view kHonouredChat[] = {"messages", "max_completion_tokens", "top_logprobs", "tools",
                                                          "tool_choice", "parallel_tool_calls"};
@@ -571,6 +574,20 @@ CompletionRequest parse_completion_request(const json& body, bool chat) {
             r.top_logprobs = int(get_integer(body, "logprobs", 0, 0, 5));
         }
     }
+    // Speculative decoding, in llama-server's flat names (speculative.n_max, speculative.n_min) and
+    // graphrun's (type, ngram); the backend checks them against the server's settings.
+    if (const json* t = field(body, "speculative.type")) {
+        if (!t->is_string()) wrong_type("speculative.type", "a string", *t);
+        const std::string type = t->get<std::string>();
+        if (type != "off" && type != "lookup" && type != "draft")
+            bad("speculative.type", "'speculative.type' must be \"off\", \"lookup\" or \"draft\", got " + t->dump());
+        r.speculation.type = type;
+    }
+    for (const auto& [name, slot, hi] :
+         {std::tuple{"speculative.n_max", &r.speculation.n_max, graph::kMaxDraftTokens},
+          std::tuple{"speculative.n_min", &r.speculation.n_min, graph::kMaxDraftTokens},
+          std::tuple{"speculative.ngram", &r.speculation.ngram, graph::kMaxLookupNgram}})
+        if (field(body, name)) *slot = get_integer(body, name, 0, 1, hi);
     check_other_fields(body, chat);
     return r;
 }

@@ -21,6 +21,7 @@
 
 #include "runtime/text/chat_template.h"
 #include "runtime/text/sampler.h"
+#include "server/backend.h"
 
 namespace graphrun::server {
 
@@ -55,6 +56,7 @@ struct CompletionRequest {
     std::vector<ChatTool> tools{};
     bool tool_required = false;
     bool parallel_tool_calls = true;  // false: at most one call
+    JobSpeculation speculation{};     // "speculative.type", ".n_max", ".n_min", ".ngram"
 };
 
 inline constexpr size_t kMaxTools = 128;

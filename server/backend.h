@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -28,12 +29,21 @@ enum class Finish {
     Cancelled,  // cancel() was called
 };
 
+// A request's speculative decoding (the body's "speculative.*" fields, docs/server.md): each field
+// unset is the server's (--spec, --draft-max, --draft-min, --lookup-ngram).
+struct JobSpeculation {
+    std::optional<std::string> type;  // "off", "lookup" or "draft"
+    std::optional<int64_t> n_min, n_max, ngram;
+    bool empty() const { return !type && !n_min && !n_max && !ngram; }
+};
+
 struct Job {
     std::vector<int32_t> prompt{};    // token ids, BOS included when the model wants one
     SamplerParams sampling{};         // temperature 0: greedy
     int64_t max_tokens = 16;          // >= 1; 0 with prompt_logits: the prompt's rows, nothing generated
     std::vector<int32_t> stop_ids{};  // generation ends when one is sampled (the event carries it)
     bool prompt_logits = false;       // an event per prompt position first (echo's log-probabilities)
+    JobSpeculation speculation{};
 };
 
 struct JobEvent {
@@ -47,7 +57,12 @@ using JobCallback = std::function<void(const JobEvent&)>;
 // submit() refuses a job that can never run; the message names the field (an HTTP 400).
 class JobRefused : public std::invalid_argument {
   public:
-    using std::invalid_argument::invalid_argument;
+    explicit JobRefused(const std::string& message, std::string param = {})
+        : std::invalid_argument(message), param_(std::move(param)) {}
+    const std::string& param() const { return param_; }  // the request field at fault, when one is
+
+  private:
+    std::string param_;
 };
 // submit() refuses a job because every sequence is busy and the queue is full (an HTTP 503).
 class BackendBusy : public std::runtime_error {
@@ -64,6 +79,10 @@ struct BackendMetrics {
     int64_t prompt_tokens_cached = 0;  // prompt positions taken from the prefix cache, not evaluated
     double occupancy_last = 0;  // sequences in the last pass / parallel
     double occupancy_mean = 0;
+    int64_t draft_proposed = 0;  // speculative decoding: tokens guessed, and of those kept
+    int64_t draft_accepted = 0;
+    int64_t decode_turns = 0;   // a decoding sequence's turns in passes, and the tokens they sampled
+    int64_t decode_tokens = 0;
 };
 
 class Backend {

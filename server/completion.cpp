@@ -99,6 +99,7 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
     Job job;
     job.prompt = prompt_;
     job.sampling = request_.sampling;
+    job.speculation = request_.speculation;
     job.max_tokens = request_.max_tokens >= 0 ? request_.max_tokens : n_ctx - int64_t(prompt_.size());
     if (request_.echo) echo_text_ = request_.prompt_is_ids ? info.tokenizer.decode(prompt_) : request_.prompt;
     // max_tokens 0 asks for the prompt alone, which the backend runs as a request for its rows.
@@ -151,7 +152,7 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
         // The backend's words say what is full ("the queue is full (3 requests waiting, 4 running)").
         throw ApiError(503, "server_busy", std::string("every sequence is busy: ") + e.what() + "; retry after a moment");
     } catch (const JobRefused& e) {
-        throw ApiError(400, "invalid_value", e.what());
+        throw ApiError(400, "invalid_value", e.what(), e.param());
     } catch (const std::invalid_argument& e) {  // sampler_validate
         throw ApiError(400, "invalid_value", e.what());
     }

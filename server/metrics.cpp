@@ -92,6 +92,20 @@ std::string ServerMetrics::render(const BackendMetrics& b) const {
     out += "graphrun_batch_occupancy " + number(b.occupancy_last) + "\n";
     metric("graphrun_batch_occupancy_mean", "gauge", "The mean of graphrun_batch_occupancy over all passes.");
     out += "graphrun_batch_occupancy_mean " + number(b.occupancy_mean) + "\n";
+    metric("graphrun_draft_tokens_proposed_total", "counter",
+           "Speculative decoding: tokens guessed by the proposers, each evaluated in a pass.");
+    out += "graphrun_draft_tokens_proposed_total " + std::to_string(b.draft_proposed) + "\n";
+    metric("graphrun_draft_tokens_accepted_total", "counter",
+           "Speculative decoding: guessed tokens kept (the ones plain decoding samples).");
+    out += "graphrun_draft_tokens_accepted_total " + std::to_string(b.draft_accepted) + "\n";
+    metric("graphrun_draft_acceptance_rate", "gauge",
+           "graphrun_draft_tokens_accepted_total over graphrun_draft_tokens_proposed_total (0 before any guess).");
+    out += "graphrun_draft_acceptance_rate " +
+           number(b.draft_proposed > 0 ? double(b.draft_accepted) / double(b.draft_proposed) : 0.0) + "\n";
+    metric("graphrun_tokens_per_pass", "gauge",
+           "Tokens a decoding sequence gets per forward pass it is in, the mean so far (1 without speculation).");
+    out += "graphrun_tokens_per_pass " +
+           number(b.decode_turns > 0 ? double(b.decode_tokens) / double(b.decode_turns) : 0.0) + "\n";
     metric("graphrun_time_to_first_token_seconds", "histogram", "From a request's arrival to its first token.");
     out += first_token_.render("graphrun_time_to_first_token_seconds");
     metric("graphrun_time_per_output_token_seconds", "histogram", "Between two generated tokens of a request.");

@@ -32,6 +32,7 @@ class SchedulerBackend final : public Backend {
                                .max_tokens = job.max_tokens,
                                .stop_ids = std::move(job.stop_ids),
                                .prompt_logits = job.prompt_logits};
+        if (!job.speculation.empty()) request.speculation = speculation_of(job.speculation);
         try {
             return scheduler_.submit(std::move(request), [on_event = std::move(on_event)](const graph::TokenEvent& e) {
                 on_event({.token = e.token,
@@ -56,7 +57,11 @@ class SchedulerBackend final : public Backend {
                 .steps = m.steps,
                 .prompt_tokens_cached = m.prompt_tokens_reused,
                 .occupancy_last = m.occupancy_last,
-                .occupancy_mean = m.occupancy_mean};
+                .occupancy_mean = m.occupancy_mean,
+                .draft_proposed = m.draft_proposed,
+                .draft_accepted = m.draft_accepted,
+                .decode_turns = m.decode_turns,
+                .decode_tokens = m.decode_tokens};
     }
     int64_t n_ctx() const override { return scheduler_.n_ctx(); }
     int64_t parallel() const override { return scheduler_.options().parallel; }
@@ -68,6 +73,36 @@ class SchedulerBackend final : public Backend {
     int64_t max_queue() const override { return scheduler_.options().max_queue; }
 
   private:
+    // The server's speculation with the request's fields over it; JobRefused naming the field when
+    // they do not go together or with what the server loaded.
+    graph::Speculation speculation_of(const JobSpeculation& fields) const {
+        graph::Speculation s = scheduler_.options().speculation;
+        if (fields.type)
+            s.mode = *fields.type == "lookup" ? graph::SpecMode::Lookup
+                     : *fields.type == "draft" ? graph::SpecMode::Draft
+                                               : graph::SpecMode::Off;
+        if (fields.n_max) s.draft_max = *fields.n_max;
+        if (fields.n_min) s.draft_min = *fields.n_min;
+        if (fields.ngram) s.ngram = *fields.ngram;
+        const char* tuned = fields.n_max ? "speculative.n_max" : fields.n_min ? "speculative.n_min"
+                            : fields.ngram ? "speculative.ngram" : nullptr;
+        if (tuned && s.mode == graph::SpecMode::Off)
+            throw JobRefused(std::string("'") + tuned + "' tunes speculative decoding, which is off for this request "
+                             "(set 'speculative.type', or start the server with --spec)", tuned);
+        if (fields.ngram && s.mode != graph::SpecMode::Lookup)
+            throw JobRefused("'speculative.ngram' tunes \"lookup\", and this request's speculative.type is \"" +
+                                 std::string(graph::spec_mode_name(s.mode)) + "\"",
+                             "speculative.ngram");
+        if (s.mode == graph::SpecMode::Draft && !scheduler_.options().draft_model)
+            throw JobRefused("'speculative.type' is \"draft\" but the server has no draft model (start it with "
+                             "--spec draft --model-draft FILE)", "speculative.type");
+        if (s.draft_min > s.draft_max)
+            throw JobRefused("speculative decoding's n_min " + std::to_string(s.draft_min) + " is more than its n_max " +
+                                 std::to_string(s.draft_max),
+                             fields.n_min ? "speculative.n_min" : "speculative.n_max");
+        return s;
+    }
+
     graph::Scheduler scheduler_;
     BackendEmbedder embedder_;
 };

@@ -44,6 +44,9 @@ class SerialBackend final : public Backend {
         if (job.max_tokens < (job.prompt_logits ? 0 : 1))
             throw JobRefused("'max_tokens' must be at least 1 (0 only for the prompt's logits)");
         sampler_validate(job.sampling);
+        if (!job.speculation.empty() && job.speculation.type != "off")
+            throw JobRefused("'speculative.*' fields ask for speculative decoding, which this backend (one job at "
+                             "a time) does not do", "speculative.type");
         std::lock_guard lock(mutex_);
         // One job runs, max_queue wait (a job waits in queue_ until the thread takes it, too).
         if (int64_t(queue_.size()) + (running_ ? 1 : 0) >= options_.max_queue + 1)

@@ -26,6 +26,8 @@ struct BackendSpec {
     int64_t parallel = 4;
     int64_t queue = 16;
     int64_t n_ctx = 256;
+    graph::Speculation speculation{};               // the requests' default (serve --spec)
+    std::shared_ptr<const graph::Model> draft_model{};  // serve --model-draft
 };
 
 inline std::unique_ptr<server::Backend> make_test_backend(std::shared_ptr<const graph::Model> model,
@@ -34,7 +36,9 @@ inline std::unique_ptr<server::Backend> make_test_backend(std::shared_ptr<const 
                                                              .parallel = spec.parallel,
                                                              .max_queue = spec.queue,
                                                              .n_ctx = spec.n_ctx,
-                                                             .n_threads = 1});
+                                                             .n_threads = 1,
+                                                             .speculation = spec.speculation,
+                                                             .draft_model = spec.draft_model});
 }
 
 inline server::ModelInfo model_info(const graph::Model& model, int64_t n_ctx) {
