@@ -180,7 +180,8 @@ class Scheduler {
     // more KV blocks than the pool has) or QueueFull.
     RequestId submit(Request request, TokenCallback on_token);
     // Ends a request: a queued one at once, a running one before the next forward pass (its blocks go
-    // back to the pool then). Its callback gets a last event with FinishReason::Cancelled. false when
+    // back to the pool then; a request that speculates may have had more than one token sampled by
+    // the pass before, and their events come first). Its callback gets a last event with FinishReason::Cancelled. false when
     // the id is not (or no longer) known.
     bool cancel(RequestId id);
 
