@@ -95,7 +95,6 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
                        prompt_field);
 
     const ChatTemplate* chat = request_.chat ? &info.chat_template : nullptr;
-    text_.emplace(info.tokenizer, chat, request_.stop);
     Job job;
     job.prompt = prompt_;
     job.sampling = request_.sampling;
@@ -117,13 +116,18 @@ CompletionRun::CompletionRun(const ModelInfo& info, Backend& backend, ServerMetr
             }
         }
     }
+    // The plain template ends a reply at a newline, which a grammar's value may hold (JSON's
+    // whitespace): there the grammar ends the reply, with an end-of-generation token it allows only
+    // once the value is complete, so a value cut at a newline is never answered as finished.
+    const bool grammar_ends_reply = grammar && chat && chat->reply_must_say_something();
+    text_.emplace(info.tokenizer, grammar_ends_reply ? nullptr : chat, request_.stop);
     if (grammar) {
         auto constraint = std::make_shared<GrammarConstraint>();
         constraint->grammar = grammar;
         constraint->vocab = info.grammar_vocab ? info.grammar_vocab : GrammarVocab::from_tokenizer(info.tokenizer);
         job.sampling.grammar = constraint;
     }
-    if (!chat) {
+    if (!chat || grammar_ends_reply) {
         const auto eog = info.tokenizer.end_of_generation();
         job.stop_ids.assign(eog.begin(), eog.end());
     } else if (!chat->reply_must_say_something()) {

@@ -1,5 +1,5 @@
 // server/http_server.cpp — see http_server.h. The routes that answer at once live here; the two
-// completion endpoints are in completion_routes.cpp, /v1/embeddings in embedding_routes.cpp.
+// completion endpoints are in completion_routes.cpp, /v1/embeddings in embedding_routes.cpp, /v1/responses in responses_routes.cpp.
 #include "server/http_server.h"
 
 #include <algorithm>
@@ -38,6 +38,8 @@ constexpr Route kRoutes[] = {{"/v1/completions", "POST"},
                              {"/chat/completions", "POST"},
                              {"/v1/embeddings", "POST"},
                              {"/embeddings", "POST"},
+                             {"/v1/responses", "POST"},
+                             {"/responses", "POST"},
                              {"/tokenize", "POST"},
                              {"/detokenize", "POST"},
                              {"/v1/models", "GET"},
@@ -205,7 +207,7 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
         } else if (res.status == 404) {
             code = "not_found";
             message = "no route " + req.method + " " + req.path +
-                      " (POST /v1/completions, /v1/chat/completions, /v1/embeddings, /tokenize, /detokenize; "
+                      " (POST /v1/completions, /v1/chat/completions, /v1/responses, /v1/embeddings, /tokenize, /detokenize; "
                       "GET /v1/models, /health, /health/ready, /metrics, /plan, /)";
         } else if (res.status == 413) {
             code = "body_too_large";
@@ -234,6 +236,7 @@ HttpServer::HttpServer(ModelInfo info, Backend& backend, ServerOptions options)
     add_info_routes(http, ctx);
     add_completion_routes(http, ctx);
     add_embedding_routes(http, ctx);
+    add_responses_routes(http, ctx);
 }
 
 HttpServer::~HttpServer() { stop(); }

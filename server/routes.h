@@ -55,6 +55,8 @@ void add_info_routes(httplib::Server& http, ServerContext& ctx);
 void add_completion_routes(httplib::Server& http, ServerContext& ctx);
 // POST /v1/embeddings.
 void add_embedding_routes(httplib::Server& http, ServerContext& ctx);
+// POST /v1/responses (responses_routes.cpp).
+void add_responses_routes(httplib::Server& http, ServerContext& ctx);
 
 // The page GET / serves (server/page.html, built into the binary).
 extern const char* const kPageHtml;
