@@ -2,7 +2,8 @@
 // `graphrun serve` on a free loopback port: completions and chat, whole and streamed; 16 concurrent
 // clients whose greedy answers equal a single client's and whose seeded answers equal the same
 // request alone (batch invariance); a tool loop and a streamed tool call; embeddings of a string and a list, base64 and float; errors as the
-// client's typed exceptions; SIGTERM exits 0.
+// client's typed exceptions; the Responses API, whole, streamed, with a function call and refused fields;
+// SIGTERM exits 0.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -213,6 +214,58 @@ try {
   assert.deepEqual(assembled.choices[0].message.tool_calls.map((c) => c.function),
                    callChoice.message.tool_calls.map((c) => c.function));
   check("a streamed tool call, assembled by stream.finalChatCompletion");
+
+  // The Responses API (stateless): a Response's text is the chat completion of the same conversation;
+  // streamed, the client's ResponseStream assembles the events into the same Response; an agent's
+  // function call and its output make the second turn; stateful fields are a 400 naming them.
+  const asResponse = { model: "m", instructions: "Speak as the scripture.", input: "Who made light?",
+                       temperature: 0, max_output_tokens: 40 };
+  const response = await client.responses.create(asResponse);
+  assert.equal(response.object, "response");
+  assert.ok(["completed", "incomplete"].includes(response.status), response.status);
+  assert.equal(response.output_text, answer, "the Response's text is the chat completion's");
+  assert.equal(response.usage.output_tokens, chat.usage.completion_tokens);
+  assert.equal(response.usage.input_tokens, chat.usage.prompt_tokens);
+  let deltas = "", lastSequence = -1, lastType = null;
+  for await (const event of await client.responses.create({ ...asResponse, stream: true })) {
+    assert.equal(event.sequence_number, lastSequence + 1, `event ${event.type} in order`);
+    lastSequence = event.sequence_number;
+    lastType = event.type;
+    if (event.type === "response.output_text.delta") deltas += event.delta;
+  }
+  assert.equal(deltas, answer);
+  assert.ok(["response.completed", "response.incomplete"].includes(lastType), lastType);
+  const assembledResponse = await client.responses.stream(asResponse).finalResponse();
+  assert.equal(assembledResponse.output_text, answer);
+  assert.equal(assembledResponse.status, response.status);
+  check("responses.create, whole, streamed and assembled by responses.stream: the chat completion's text");
+
+  const flatTools = [{ type: "function", name: "get_weather", description: "The weather of a city", strict: true,
+                       parameters: tools[0].function.parameters }];
+  const calling = await client.responses.create({ model: "m", input: "The weather in Sion?", tools: flatTools,
+                                                  tool_choice: "required", parallel_tool_calls: false,
+                                                  temperature: 0, max_output_tokens: 200 });
+  const fc = calling.output.find((item) => item.type === "function_call");
+  assert.ok(fc, JSON.stringify(calling.output));
+  assert.equal(fc.name, "get_weather");
+  assert.deepEqual(JSON.parse(fc.arguments), args, "the call chat made for the same conversation");
+  const secondTurn = await client.responses.create({ model: "m", tools: flatTools, temperature: 0, max_output_tokens: 16,
+    input: [{ role: "user", content: "The weather in Sion?" }, ...calling.output,
+            { type: "function_call_output", call_id: fc.call_id, output: "rain" }] });
+  assert.equal(secondTurn.output_text, toolAnswer.choices[0].message.content, "the second turn is chat's");
+  check("responses: a function call, and its output as the second turn");
+
+  const shaped = await client.responses.create({ model: "m", input: "Name a city.", temperature: 0, max_output_tokens: 64,
+    text: { format: { type: "json_schema", name: "city", strict: true,
+                      schema: { type: "object", properties: { city: { type: "string", maxLength: 12 } },
+                                required: ["city"], additionalProperties: false } } } });
+  if (shaped.status === "completed") assert.equal(typeof JSON.parse(shaped.output_text).city, "string", shaped.output_text);
+  else assert.equal(shaped.incomplete_details.reason, "max_output_tokens");
+  for (const [field, extra] of [["previous_response_id", { previous_response_id: "resp_1" }], ["store", { store: true }],
+                                ["tools[0].type", { tools: [{ type: "web_search" }] }]])
+    await assert.rejects(client.responses.create({ model: "m", input: "x", ...extra }),
+                         (e) => e instanceof OpenAI.BadRequestError && e.param === field, field);
+  check("responses: text.format json_schema kept to; stateful fields and built-in tools are a 400 naming them");
 
   await assert.rejects(client.completions.create({ model: "m", prompt: "x", max_tokens: "many" }),
                        (e) => e instanceof OpenAI.BadRequestError && /max_tokens/.test(e.message));
