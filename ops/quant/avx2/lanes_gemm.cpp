@@ -17,8 +17,9 @@
 //
 // Prompts: a group of 8 rows is transposed 16 KiB of blocks at a time into a buffer on the stack, then
 // every token passes over that chunk, 4 tokens at a time, its 8 running sums kept in y between chunks
-// (a float stored and loaded back is the same float, so the order of the sum is unchanged). Decode (one
-// token): each block is transposed in registers and used at once. The kernel allocates nothing.
+// (a float stored and loaded back is the same float, so the order of the sum is unchanged). Decode and
+// passes of up to 4 tokens (and a prompt's last n_tokens % 4): each block is transposed in registers
+// and used at once by all of them. The kernel allocates nothing.
 //
 // Integer ranges (|x| <= 127: activations are quantized with amax -> 127):
 //   Q4_0: maddubs(nibble 0..15, x) pairs <= 2 * 15 * 127 = 3810; a lane's int16 half adds 8 of them,
@@ -129,7 +130,6 @@ GR_AVX2 inline void store_rows(const GemmArgs& a, const Group& g, int64_t t, __m
     for (int r = 0; r < g.n_rows; ++r) a.y[t * a.y_stride + g.row0 + r] = out[r];
 }
 
-// Decode and short remainders: token t over the group, each block transposed in registers.
 // The group's running sums of token t, stored by store_rows after an earlier chunk.
 GR_AVX2 inline __m256 load_rows(const GemmArgs& a, const Group& g, int64_t t) {
     if (g.n_rows == kRows) return _mm256_loadu_ps(a.y + t * a.y_stride + g.row0);
@@ -138,30 +138,51 @@ GR_AVX2 inline __m256 load_rows(const GemmArgs& a, const Group& g, int64_t t) {
     return _mm256_load_ps(in);
 }
 
-// xsum: the token's block sums of x (Q4_0's zero point), nullptr for Q8_0.
-template <typename L>
-GR_AVX2 void group_one_token(const GemmArgs& a, const Group& g, int64_t t, const int16_t* xsum,
-                             bool prefetch_next) {
+// Decode and small passes (and a prompt's last n_tokens % kTokens): tokens [t0, t0 + NT) over the
+// whole group, each block transposed once in registers and used at once by the NT tokens, so a pass
+// of 2 or 3 tokens costs the weights' unpacking once, as decode does. `prefetch_next` (the memory-bound
+// calls): the next group's rows are fetched while this one runs.
+template <typename L, int NT>
+GR_AVX2 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, bool prefetch_next) {
     const float* f16 = fp16_to_f32_table();
     const int64_t nb = a.k / kQK;
     const typename L::Block* w[kRows];
     for (int r = 0; r < kRows; ++r) w[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
-    const auto* x =
-        reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + t * a.xq_row_bytes);
+    const block_q8_0* x[NT];
+    const int16_t* xsum[NT];  // each token's block sums of x (Q4_0's zero point)
+    for (int i = 0; i < NT; ++i) {
+        x[i] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + (t0 + i) * a.xq_row_bytes);
+        xsum[i] = L::kZeroPoint ? a.x_group_sums + (t0 + i) * nb : nullptr;
+    }
     const int64_t next = prefetch_next ? kRows * a.w_row_bytes : 0;
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[NT];
+    for (int i = 0; i < NT; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         if (next && (b & 1) == 0)
             for (int r = 0; r < kRows; ++r)
                 _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
         __m256i v[L::kVectors];
         L::transpose(w, b, v);
-        __m256i dots = L::dots(v, x[b].qs);
-        if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(8 * xsum[b]));
-        const __m256 scale = _mm256_mul_ps(row_scales8(w, b), _mm256_set1_ps(f16[x[b].d]));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
+        const __m256 dw_b = row_scales8(w, b);
+        for (int i = 0; i < NT; ++i) {
+            __m256i dots = L::dots(v, x[i][b].qs);
+            if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(8 * xsum[i][b]));
+            const __m256 scale = _mm256_mul_ps(dw_b, _mm256_set1_ps(f16[x[i][b].d]));
+            acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
+        }
     }
-    store_rows(a, g, t, acc);
+    for (int i = 0; i < NT; ++i) store_rows(a, g, t0 + i, acc[i]);
+}
+
+// Tokens [t0, t0 + n) with 1 <= n <= kTokens, as group_few_tokens.
+template <typename L>
+GR_AVX2 void group_tokens_in_registers(const GemmArgs& a, const Group& g, int64_t t0, int64_t n, bool prefetch_next) {
+    switch (n) {
+        case 1: return group_few_tokens<L, 1>(a, g, t0, prefetch_next);
+        case 2: return group_few_tokens<L, 2>(a, g, t0, prefetch_next);
+        case 3: return group_few_tokens<L, 3>(a, g, t0, prefetch_next);
+        default: return group_few_tokens<L, 4>(a, g, t0, prefetch_next);
+    }
 }
 
 // Prompts: blocks [b0, b1) of the group, transposed into `lanes` ((b1 - b0) * kVectors vectors) with
@@ -200,7 +221,9 @@ GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
     alignas(32) int32_t lanes[kChunk * L::kVectors * 8];  // (kChunk, kVectors, 8)
     alignas(32) float dw[kChunk * 8];                     // (kChunk, 8)
     const int64_t nb = a.k / kQK;
-    const int64_t prompt_tokens = a.n_tokens / kTokens * kTokens;  // the rest run one token at a time
+    // Up to kTokens tokens run in registers (the weights are read once, as in decode); more run the
+    // staged chunks, kTokens at a time, and the rest in registers.
+    const int64_t prompt_tokens = a.n_tokens <= kTokens ? 0 : a.n_tokens / kTokens * kTokens;
     const auto* w = static_cast<const uint8_t*>(a.w);
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
         Group g{.rows = {}, .n_rows = int(std::min<int64_t>(kRows, row_end - r0)), .row0 = r0};
@@ -219,10 +242,10 @@ GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
             }
             for (int64_t t = 0; t < prompt_tokens; t += kTokens) group_tokens<L>(a, g, t, b0, b1, lanes, dw);
         }
-        for (int64_t t = prompt_tokens; t < a.n_tokens;
-             ++t)  // the next group's rows are the next ones read only in decode
-            group_one_token<L>(a, g, t, L::kZeroPoint ? a.x_group_sums + t * nb : nullptr,
-                               a.n_tokens == 1 && r0 + kRows < row_end);
+        // Only a call that is all in registers reads the next group's rows next.
+        if (prompt_tokens < a.n_tokens)
+            group_tokens_in_registers<L>(a, g, prompt_tokens, a.n_tokens - prompt_tokens,
+                                         prompt_tokens == 0 && r0 + kRows < row_end);
     }
 }
 
