@@ -108,8 +108,8 @@ void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n);
 
 namespace avx512 {
 // Q8_0 and Q4_0 with VNNI (ops/quant/avx512/lanes_gemm.cpp): the scalar path's bits, 16 rows x 4 tokens
-// a tile; calls of fewer than 4 tokens, and the last n_tokens % 4, run avx2::gemm_lanes_*. They read
-// GemmArgs::x_group_sums (the zero point of the unsigned weights).
+// a staged tile; decode, calls of up to 8 tokens and the last n_tokens % 4 in registers, 16 rows x
+// 1-8 tokens. They read GemmArgs::x_group_sums (the zero point of the unsigned weights).
 void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 }  // namespace avx512

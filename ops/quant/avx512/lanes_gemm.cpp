@@ -19,11 +19,11 @@
 // mul and add: this file is built with -ffp-contract=off), so y[t, n] is scalar::vec_dot's bits for
 // any n_tokens, row range or thread count, and the AVX2 kernels' bits.
 //
-// Prompts only: 16 rows are transposed 16 KiB at a time into a buffer on the stack, and every group of
-// 4 tokens passes over that chunk, its running sums kept in y between chunks (a float stored and loaded
-// back is the same float). The tokens past the last group of 4, and calls of fewer than 4 tokens, run
-// the AVX2 lanes GEMM (same bits): one token cannot pay for a transposition. The kernel allocates
-// nothing.
+// Prompts: 16 rows are transposed 16 KiB at a time into a buffer on the stack, and every group of 4
+// tokens passes over that chunk, its running sums kept in y between chunks (a float stored and loaded
+// back is the same float). Decode, calls of up to 8 tokens and the tokens past the last group of 4: each
+// block of 16 rows is transposed in registers and used at once by all of them, the next group's rows
+// fetched meanwhile when the call is all decode-like (memory-bound). The kernel allocates nothing.
 #include <algorithm>
 #include <cstring>
 
@@ -38,6 +38,7 @@ constexpr int kRows = 16;   // rows per group: one per lane
 constexpr int kSteps = 8;   // 4-weight steps per 32-weight block
 constexpr int kTokens = 4;  // tokens per micro-tile
 constexpr int kChunkBytes = 16384;
+constexpr int kFewTokens = 8;  // calls of up to this many tokens run all in registers
 
 // 16 bytes of rows r, r + 4, r + 8, r + 12 (at byte `offset` of block b) in the four 128-bit lanes.
 template <typename Block>
@@ -146,6 +147,64 @@ GR_AVX512 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, int64
     for (int i = 0; i < kTokens; ++i) store_rows(a, g, t0 + i, acc[i]);
 }
 
+// Tokens [t0, t0 + NT) (NT <= kFewTokens) over the whole group, each block transposed once in
+// registers: 8 weight vectors and NT sums of the 32 registers.
+template <typename L, int NT>
+GR_AVX512 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, bool prefetch_next) {
+    const float* f16 = fp16_to_f32_table();
+    const int64_t nb = a.k / kQK;
+    const typename L::Block* w[kRows];
+    for (int r = 0; r < kRows; ++r) w[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
+    const block_q8_0* x[NT];
+    for (int i = 0; i < NT; ++i)
+        x[i] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + (t0 + i) * a.xq_row_bytes);
+    const int64_t next = prefetch_next ? kRows * a.w_row_bytes : 0;
+    __m512 acc[NT];
+    for (int i = 0; i < NT; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        if (next && (b & 1) == 0)
+            for (int r = 0; r < kRows; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
+        __m512i v[kSteps];
+        L::transpose(w, b, v);
+        const __m512 dw_b = row_scales16(w, b);
+        for (int i = 0; i < NT; ++i) {
+            const int8_t* xs = x[i][b].qs;
+            __m512i dots = _mm512_set1_epi32(-L::kZeroPoint * a.x_group_sums[(t0 + i) * nb + b]);
+            for (int s = 0; s < kSteps; ++s) {
+                int32_t four;
+                std::memcpy(&four, xs + 4 * s, sizeof four);
+                dots = _mm512_dpbusd_epi32(dots, v[s], _mm512_set1_epi32(four));
+            }
+            const __m512 scale = _mm512_mul_ps(dw_b, _mm512_set1_ps(f16[x[i][b].d]));
+            acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_cvtepi32_ps(dots), scale));
+        }
+    }
+    for (int i = 0; i < NT; ++i) store_rows(a, g, t0 + i, acc[i]);
+}
+
+// Tokens [t0, t0 + n), 1 <= n <= kFewTokens, over rows [row_begin, row_end), as group_few_tokens.
+template <typename L>
+GR_AVX512 void gemm_few_tokens(const GemmArgs& a, int64_t t0, int64_t n, int64_t row_begin, int64_t row_end,
+                               bool prefetch) {
+    const auto* w = static_cast<const uint8_t*>(a.w);
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
+        Group g{.rows = {}, .n_rows = int(std::min<int64_t>(kRows, row_end - r0)), .row0 = r0};
+        for (int r = 0; r < kRows; ++r) g.rows[r] = w + (r0 + std::min(r, g.n_rows - 1)) * a.w_row_bytes;
+        const bool prefetch_next = prefetch && r0 + kRows < row_end;
+        switch (n) {
+            case 1: group_few_tokens<L, 1>(a, g, t0, prefetch_next); break;
+            case 2: group_few_tokens<L, 2>(a, g, t0, prefetch_next); break;
+            case 3: group_few_tokens<L, 3>(a, g, t0, prefetch_next); break;
+            case 4: group_few_tokens<L, 4>(a, g, t0, prefetch_next); break;
+            case 5: group_few_tokens<L, 5>(a, g, t0, prefetch_next); break;
+            case 6: group_few_tokens<L, 6>(a, g, t0, prefetch_next); break;
+            case 7: group_few_tokens<L, 7>(a, g, t0, prefetch_next); break;
+            default: group_few_tokens<L, 8>(a, g, t0, prefetch_next); break;
+        }
+    }
+}
+
 template <typename L>
 GR_AVX512 void gemm_tokens(const GemmArgs& a, int64_t n_tokens, int64_t row_begin, int64_t row_end) {
     constexpr int kChunk = kChunkBytes / (kSteps * 64);  // 32 blocks of 16 rows
@@ -169,18 +228,13 @@ GR_AVX512 void gemm_tokens(const GemmArgs& a, int64_t n_tokens, int64_t row_begi
     }
 }
 
-// The first n_tokens / 4 * 4 tokens here, the rest (fewer than 4) by `rest`, the AVX2 kernel.
+// Calls of up to kFewTokens tokens all in registers (the weights stream past once, as in decode);
+// longer ones the first n_tokens / 4 * 4 tokens in staged chunks, the rest (fewer than 4) in registers.
 template <typename L>
-GR_AVX512 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end, GemmFn rest) {
-    const int64_t tiled = a.n_tokens / kTokens * kTokens;
+GR_AVX512 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
+    const int64_t tiled = a.n_tokens <= kFewTokens ? 0 : a.n_tokens / kTokens * kTokens;
     if (tiled > 0) gemm_tokens<L>(a, tiled, row_begin, row_end);
-    if (tiled == a.n_tokens) return;
-    GemmArgs tail = a;
-    tail.n_tokens = a.n_tokens - tiled;
-    tail.xq = static_cast<const uint8_t*>(a.xq) + tiled * a.xq_row_bytes;
-    tail.y = a.y + tiled * a.y_stride;
-    if (a.x_group_sums) tail.x_group_sums = a.x_group_sums + tiled * (a.k / kQK);
-    rest(tail, row_begin, row_end);
+    if (tiled < a.n_tokens) gemm_few_tokens<L>(a, tiled, a.n_tokens - tiled, row_begin, row_end, tiled == 0);
 }
 
 }  // namespace
@@ -188,10 +242,10 @@ GR_AVX512 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end, GemmF
 namespace avx512 {
 
 void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
-    gemm<Q8Lanes>(args, row_begin, row_end, avx2::gemm_lanes_q8_0_q8_0);
+    gemm<Q8Lanes>(args, row_begin, row_end);
 }
 void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
-    gemm<Q4Lanes>(args, row_begin, row_end, avx2::gemm_lanes_q4_0_q8_0);
+    gemm<Q4Lanes>(args, row_begin, row_end);
 }
 
 }  // namespace avx512
