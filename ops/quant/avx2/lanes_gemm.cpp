@@ -18,7 +18,7 @@
 // Prompts: a group of 8 rows is transposed 16 KiB of blocks at a time into a buffer on the stack, then
 // every token passes over that chunk, 4 tokens at a time, its 8 running sums kept in y between chunks
 // (a float stored and loaded back is the same float, so the order of the sum is unchanged). Decode and
-// passes of up to 4 tokens (and a prompt's last n_tokens % 4): each block is transposed in registers
+// passes of up to 8 tokens (and a prompt's last n_tokens % 4): each block is transposed in registers
 // and used at once by all of them. The kernel allocates nothing.
 //
 // Integer ranges (|x| <= 127: activations are quantized with amax -> 127):
@@ -41,6 +41,7 @@ using avx2_util::row_scales8;
 constexpr int kRows = 8;    // rows per group: one per lane
 constexpr int kSteps = 8;   // 4-weight steps per 32-weight block
 constexpr int kTokens = 4;  // tokens per prompt micro-tile
+constexpr int kFewTokens = 8;  // calls of up to this many tokens run all in registers
 constexpr int kChunkBytes = 16384;  // the blocks transposed at once: 16 KiB of lanes on the stack
 
 // 4 activation bytes (x.qs + 4 s, not 4-byte aligned inside a block) broadcast to every lane.
@@ -174,14 +175,18 @@ GR_AVX2 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, boo
     for (int i = 0; i < NT; ++i) store_rows(a, g, t0 + i, acc[i]);
 }
 
-// Tokens [t0, t0 + n) with 1 <= n <= kTokens, as group_few_tokens.
+// Tokens [t0, t0 + n) with 1 <= n <= kFewTokens, as group_few_tokens.
 template <typename L>
 GR_AVX2 void group_tokens_in_registers(const GemmArgs& a, const Group& g, int64_t t0, int64_t n, bool prefetch_next) {
     switch (n) {
         case 1: return group_few_tokens<L, 1>(a, g, t0, prefetch_next);
         case 2: return group_few_tokens<L, 2>(a, g, t0, prefetch_next);
         case 3: return group_few_tokens<L, 3>(a, g, t0, prefetch_next);
-        default: return group_few_tokens<L, 4>(a, g, t0, prefetch_next);
+        case 4: return group_few_tokens<L, 4>(a, g, t0, prefetch_next);
+        case 5: return group_few_tokens<L, 5>(a, g, t0, prefetch_next);
+        case 6: return group_few_tokens<L, 6>(a, g, t0, prefetch_next);
+        case 7: return group_few_tokens<L, 7>(a, g, t0, prefetch_next);
+        default: return group_few_tokens<L, 8>(a, g, t0, prefetch_next);
     }
 }
 
@@ -221,9 +226,9 @@ GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
     alignas(32) int32_t lanes[kChunk * L::kVectors * 8];  // (kChunk, kVectors, 8)
     alignas(32) float dw[kChunk * 8];                     // (kChunk, 8)
     const int64_t nb = a.k / kQK;
-    // Up to kTokens tokens run in registers (the weights are read once, as in decode); more run the
-    // staged chunks, kTokens at a time, and the rest in registers.
-    const int64_t prompt_tokens = a.n_tokens <= kTokens ? 0 : a.n_tokens / kTokens * kTokens;
+    // Up to kFewTokens tokens run in registers (the weights are read once, as in decode); more run the
+    // staged chunks, kTokens at a time, and the rest (< kTokens) in registers.
+    const int64_t prompt_tokens = a.n_tokens <= kFewTokens ? 0 : a.n_tokens / kTokens * kTokens;
     const auto* w = static_cast<const uint8_t*>(a.w);
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
         Group g{.rows = {}, .n_rows = int(std::min<int64_t>(kRows, row_end - r0)), .row0 = r0};
