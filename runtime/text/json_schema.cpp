@@ -3,6 +3,7 @@
 // (and not an annotation) is refused by name.
 #include "runtime/text/json_schema.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <vector>
@@ -191,10 +192,41 @@ class Converter {
             return new_rule(path, "\"\\\"\" json-char" + rep + " \"\\\"\"");
         }
         if (type == "number") return "json-number";
-        if (type == "integer") return "json-int";
+        if (type == "integer") return visit_integer(k);
         if (type == "boolean") return "json-boolean";
         if (type == "null") return "json-null";
         throw JsonSchemaError(path + "/type", "unknown type '" + type + "'");
+    }
+
+    // Integer "minimum"/"maximum" (zod's z.number().int() sends +-(2^53 - 1)) bound the digit count: each side
+    // allows the most digits d whose 10^d - 1 still lies within its bound, so every integer the grammar makes is
+    // in range, though not every integer in range can be made (maximum 50 allows 0..9). A minimum above 0 or a
+    // maximum below 0 (which would exclude 0) is refused.
+    std::string visit_integer(Keys& k) {
+        const std::string& path = k.path;
+        const json* lo = k.get("minimum");
+        const json* hi = k.get("maximum");
+        if (!lo && !hi) return "json-int";
+        for (const auto& [v, key] : {std::pair{lo, "minimum"}, std::pair{hi, "maximum"}})
+            if (v && !v->is_number())
+                throw JsonSchemaError(path + "/" + key, std::string("'") + key + "' must be a number");
+        if (lo && lo->get<double>() > 0)
+            throw JsonSchemaError(path + "/minimum", "'minimum' above 0 is not supported (only bounds that allow 0)");
+        if (hi && hi->get<double>() < 0)
+            throw JsonSchemaError(path + "/maximum", "'maximum' below 0 is not supported (only bounds that allow 0)");
+        // The most digits (up to json-int's 16) whose largest number, 10^d - 1, is <= bound.
+        const auto digits = [](const json* bound) {
+            if (!bound) return 16;
+            const double b = std::fabs(bound->get<double>());
+            int d = 0;
+            for (double top = 9; d < 16 && top <= b; top = top * 10 + 9) ++d;
+            return d;
+        };
+        const auto magnitude = [](int d) { return d == 0 ? std::string() : " | [1-9] [0-9]{0," + std::to_string(d - 1) + "}"; };
+        const int pos = digits(hi), neg = digits(lo);
+        std::string body = "\"0\"" + magnitude(pos);
+        if (neg > 0) body += " | \"-\" [1-9] [0-9]{0," + std::to_string(neg - 1) + "}";
+        return new_rule(path, body);
     }
 
     std::string visit_ref(const json& ref, const std::string& path) {

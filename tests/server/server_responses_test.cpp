@@ -317,7 +317,7 @@ TEST(ServerResponses, StatefulFieldsAndBuiltInToolsAreRefusedNamingThem) {
     expect_error(post({{"input", {{{"type", "item_reference"}, {"id", "msg_1"}}}}}), 400, "unsupported_value",
                  "stored", "input[0].type");
     expect_error(post({{"text", {{"format", {{"type", "json_schema"}, {"name", "t"},
-                                             {"schema", {{"type", "integer"}, {"minimum", 1}}}}}}}}),
+                                             {"schema", {{"type", "number"}, {"minimum", 1}}}}}}}}),
                  400, "invalid_value", "unsupported keyword 'minimum'",
                  "text.format.schema");
     json bad_tool = kWeatherTool;

@@ -350,7 +350,7 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerKeepsServing) {
                  "suffix");
     const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
     expect_error(post("/v1/chat/completions", "{" + user +
-                          R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer", "minimum": 1}}}})"),
+                          R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "number", "minimum": 1}}}})"),
                  400, "invalid_value", "unsupported keyword 'minimum' at #/minimum", "response_format.json_schema.schema");
     expect_error(post("/v1/chat/completions",
                       "{" + user + R"(, "tools": [{"type": "function", "function": {"name": "f g"}}]})"),

@@ -91,6 +91,28 @@ TEST(JsonSchema, StringLengths) {
     EXPECT_FALSE(s.ok(R"("abcd")"));
 }
 
+// zod's z.number().int() sends the safe-integer bounds; bounds keep every integer made within them.
+TEST(JsonSchema, IntegerBoundsLimitTheDigits) {
+    const Schema safe(R"({"type": "integer", "minimum": -9007199254740991, "maximum": 9007199254740991})");
+    EXPECT_TRUE(safe.ok("0"));
+    EXPECT_TRUE(safe.ok("-42"));
+    EXPECT_TRUE(safe.ok("999999999999999"));     // 15 digits
+    EXPECT_FALSE(safe.ok("9999999999999999"));   // 16 digits could pass 2^53 - 1
+    EXPECT_FALSE(safe.ok("1.5"));
+    const Schema small(R"({"type": "integer", "minimum": 0, "maximum": 150})");
+    EXPECT_TRUE(small.ok("0"));
+    EXPECT_TRUE(small.ok("99"));
+    EXPECT_FALSE(small.ok("100"));  // within 150, but three digits could reach 999
+    EXPECT_FALSE(small.ok("-1"));
+    EXPECT_TRUE(Schema(R"({"type": "integer", "maximum": 0})").ok("0"));
+    EXPECT_FALSE(Schema(R"({"type": "integer", "maximum": 0})").ok("5"));
+    EXPECT_TRUE(Schema(R"({"type": "integer", "minimum": -9})").ok("-9"));
+    EXPECT_FALSE(Schema(R"({"type": "integer", "minimum": -9})").ok("-10"));
+    EXPECT_TRUE(Schema(R"({"type": "integer", "minimum": -9})").ok("1234"));
+    EXPECT_FALSE(Schema(R"({"type": "integer", "minimum": -5})").ok("-1"));  // no negative digit count fits
+    EXPECT_TRUE(Schema(R"({"type": "integer", "minimum": -5})").ok("7"));
+}
+
 TEST(JsonSchema, EnumConstAnyOfOneOfAndTypeArrays) {
     const Schema e(R"({"enum": ["red", "green", 3, null]})");
     for (const char* t : {"\"red\"", "\"green\"", "3", "null"}) EXPECT_TRUE(e.ok(t)) << t;
@@ -132,7 +154,10 @@ TEST(JsonSchema, AnnotationsAreAcceptedAnyValueForEmptySchema) {
 TEST(JsonSchema, UnsupportedKeywordsAreRefusedByNameAndPath) {
     EXPECT_EQ(schema_error(R"({"type": "object", "properties": {"name": {"type": "string", "pattern": "^a"}}})"),
               "[json_schema] unsupported keyword 'pattern' at #/properties/name/pattern");
-    EXPECT_EQ(schema_error(R"({"type": "integer", "minimum": 0})"), "[json_schema] unsupported keyword 'minimum' at #/minimum");
+    EXPECT_EQ(schema_error(R"({"type": "number", "minimum": 0})"), "[json_schema] unsupported keyword 'minimum' at #/minimum");
+    EXPECT_NE(schema_error(R"({"type": "integer", "minimum": 1})").find("'minimum' above 0 is not supported"),
+              std::string::npos);
+    EXPECT_NE(schema_error(R"({"type": "integer", "maximum": -1})").find("at #/maximum"), std::string::npos);
     EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string"}]})"), "[json_schema] unsupported keyword 'allOf' at #/allOf");
     EXPECT_EQ(schema_error(R"({"type": "string", "format": "date-time"})"),
               "[json_schema] unsupported keyword 'format' at #/format");
