@@ -1,7 +1,8 @@
 // tests/server/openai/e2e.mjs GRAPHRUN MODEL CLIENT_DIR — the official openai npm client against a real
 // `graphrun serve` on a free loopback port: completions and chat, whole and streamed; 16 concurrent
 // clients whose greedy answers equal a single client's and whose seeded answers equal the same
-// request alone (batch invariance); a tool loop and a streamed tool call; embeddings of a string and a list, base64 and float; errors as the
+// request alone (batch invariance); chat.completions.parse with a zod schema (zodResponseFormat);
+// a tool loop and a streamed tool call; embeddings of a string and a list, base64 and float; errors as the
 // client's typed exceptions; the Responses API, whole, streamed, with a function call and refused fields;
 // SIGTERM exits 0.
 import { spawn } from "node:child_process";
@@ -10,7 +11,11 @@ import path from "node:path";
 import assert from "node:assert/strict";
 
 const [graphrun, model, clientDir] = process.argv.slice(2);
-const OpenAI = createRequire(path.join(clientDir, "package.json"))("openai");
+const clientRequire = createRequire(path.join(clientDir, "package.json"));
+const OpenAI = clientRequire("openai");
+const { zodResponseFormat } = clientRequire("openai/helpers/zod");
+const { LengthFinishReasonError } = clientRequire("openai/error");
+const { z } = clientRequire("zod");
 const KEY = "graphrun-e2e-key";
 
 // Starts the server with --port 0 and reads the port it printed.
@@ -102,6 +107,28 @@ try {
     assert.equal(jsonChoice.finish_reason, "length");
   }
   check("response_format json_object: an object or finish_reason length");
+
+  // chat.completions.parse with zodResponseFormat: the helper sends the zod schema as a strict json_schema
+  // (integer with the safe-integer bounds, maxLength, maxItems, enum, additionalProperties false) and parses
+  // the reply with zod; it throws LengthFinishReasonError when the reply ran out of tokens.
+  const Verse = z.object({ book: z.string().max(16), chapter: z.number().int(), verses: z.array(z.string().max(24)).max(2),
+                           mood: z.enum(["joy", "wrath"]) });
+  let parsedCount = 0;
+  for (const [seed, temperature] of [[1, 0], [2, 1], [3, 1]]) {
+    const request = { model: "m", messages: [{ role: "user", content: "Give a verse as JSON." }], seed, temperature,
+                      max_tokens: 300, response_format: zodResponseFormat(Verse, "verse") };
+    try {
+      const parsedAnswer = await client.chat.completions.parse(request);
+      const parsedChoice = parsedAnswer.choices[0];
+      assert.equal(parsedChoice.finish_reason, "stop");
+      assert.deepEqual(parsedChoice.message.parsed, Verse.parse(JSON.parse(parsedChoice.message.content)));
+      parsedCount++;
+    } catch (e) {
+      if (!(e instanceof LengthFinishReasonError)) throw e;
+    }
+  }
+  console.log(`  ${parsedCount} of 3 parsed, the others finish_reason length`);
+  check("chat.completions.parse with zodResponseFormat: message.parsed passes the zod schema, or finish_reason length");
 
   // n choices: choice i is the request alone with seed + i; streamed chunks carry their index.
   const seeded = { model: "m", temperature: 0.9, seed: 77, max_tokens: 10 };

@@ -10,8 +10,8 @@ if ! command -v node >/dev/null; then
     echo "SKIP: node is not installed (apt-get install nodejs npm), so the openai client cannot run"
     exit 77
 fi
-if [ ! -f "$dir/node_modules/openai/package.json" ]; then
-    echo "SKIP: the openai npm client is not installed in $dir: run tools/openai-setup.sh $dir (needs the npm registry)," \
+if [ ! -f "$dir/node_modules/openai/package.json" ] || [ ! -f "$dir/node_modules/zod/package.json" ]; then
+    echo "SKIP: the openai npm client (and zod) is not installed in $dir: run tools/openai-setup.sh $dir (needs the npm registry)," \
         "or set GRAPHRUN_OPENAI_DIR"
     exit 77
 fi
