@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/test.sh — the README's second command (and CI's): install what is missing, set up the llama.cpp
-# reference (node-llama-cpp from npm) and the openai client, build with warnings as errors, run every
+# reference (node-llama-cpp from npm), the openai client and the Vercel AI SDK, build with warnings as errors, run every
 # test; then build the tests again with clang, AddressSanitizer + UndefinedBehaviorSanitizer, in the tree
 # of the libFuzzer targets, and run all but the parity and docs labels there; then run each fuzz target
 # for 30 s on its seeds (docs/security.md). The time of each stage is printed at the end, also when a stage fails.
@@ -42,6 +42,12 @@ if openai_dir="$(bash "$root/tools/openai-setup.sh" "$build/openai")"; then
   export GRAPHRUN_OPENAI_DIR="$openai_dir"
 else
   echo "test: the openai npm client could not be installed; the ServerOpenAiClient test will skip" >&2
+fi
+# The Vercel AI SDK (with zod and ajv) for the ServerAiSdk test, which skips (and says so) without it.
+if ai_sdk_dir="$(bash "$root/tools/ai-sdk-setup.sh" "$build/ai_sdk")"; then
+  export GRAPHRUN_AI_SDK_DIR="$ai_sdk_dir"
+else
+  echo "test: the Vercel AI SDK could not be installed; the ServerAiSdk test will skip" >&2
 fi
 end
 
