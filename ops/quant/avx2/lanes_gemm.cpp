@@ -38,10 +38,10 @@ namespace {
 
 using avx2_util::row_scales8;
 
-constexpr int kRows = 8;    // rows per group: one per lane
-constexpr int kSteps = 8;   // 4-weight steps per 32-weight block
-constexpr int kTokens = 4;  // tokens per prompt micro-tile
-constexpr int kFewTokens = 8;  // calls of up to this many tokens run all in registers
+constexpr int kRows = 8;            // rows per group: one per lane
+constexpr int kSteps = 8;           // 4-weight steps per 32-weight block
+constexpr int kTokens = 4;          // tokens per prompt micro-tile
+constexpr int kFewTokens = 8;       // calls of up to this many tokens run all in registers
 constexpr int kChunkBytes = 16384;  // the blocks transposed at once: 16 KiB of lanes on the stack
 
 // 4 activation bytes (x.qs + 4 s, not 4-byte aligned inside a block) broadcast to every lane.
@@ -139,6 +139,17 @@ GR_AVX2 inline __m256 load_rows(const GemmArgs& a, const Group& g, int64_t t) {
     return _mm256_load_ps(in);
 }
 
+// One token's block b added to the 8 rows' running sums, in the scalar order:
+//   acc + float(idot) * (d_w * d_x), idot = L::dots (minus 8 * sum(x) for Q4_0's zero point).
+template <typename L>
+GR_AVX2 inline __m256 add_block(__m256 acc, const __m256i v[L::kVectors], __m256 dw_b, const block_q8_0& x,
+                                int16_t x_sum, const float* f16) {
+    __m256i dots = L::dots(v, x.qs);
+    if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(8 * x_sum));
+    const __m256 scale = _mm256_mul_ps(dw_b, _mm256_set1_ps(f16[x.d]));
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
+}
+
 // Decode and small passes (and a prompt's last n_tokens % kTokens): tokens [t0, t0 + NT) over the
 // whole group, each block transposed once in registers and used at once by the NT tokens, so a pass
 // of 2 or 3 tokens costs the weights' unpacking once, as decode does. `prefetch_next` (the memory-bound
@@ -152,7 +163,8 @@ GR_AVX2 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, boo
     const block_q8_0* x[NT];
     const int16_t* xsum[NT];  // each token's block sums of x (Q4_0's zero point)
     for (int i = 0; i < NT; ++i) {
-        x[i] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + (t0 + i) * a.xq_row_bytes);
+        x[i] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) +
+                                                   (t0 + i) * a.xq_row_bytes);
         xsum[i] = L::kZeroPoint ? a.x_group_sums + (t0 + i) * nb : nullptr;
     }
     const int64_t next = prefetch_next ? kRows * a.w_row_bytes : 0;
@@ -165,28 +177,33 @@ GR_AVX2 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, boo
         __m256i v[L::kVectors];
         L::transpose(w, b, v);
         const __m256 dw_b = row_scales8(w, b);
-        for (int i = 0; i < NT; ++i) {
-            __m256i dots = L::dots(v, x[i][b].qs);
-            if constexpr (L::kZeroPoint) dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(8 * xsum[i][b]));
-            const __m256 scale = _mm256_mul_ps(dw_b, _mm256_set1_ps(f16[x[i][b].d]));
-            acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
-        }
+        for (int i = 0; i < NT; ++i)
+            acc[i] = add_block<L>(acc[i], v, dw_b, x[i][b], L::kZeroPoint ? xsum[i][b] : 0, f16);
     }
     for (int i = 0; i < NT; ++i) store_rows(a, g, t0 + i, acc[i]);
 }
 
 // Tokens [t0, t0 + n) with 1 <= n <= kFewTokens, as group_few_tokens.
 template <typename L>
-GR_AVX2 void group_tokens_in_registers(const GemmArgs& a, const Group& g, int64_t t0, int64_t n, bool prefetch_next) {
+GR_AVX2 void group_tokens_in_registers(const GemmArgs& a, const Group& g, int64_t t0, int64_t n,
+                                       bool prefetch_next) {
     switch (n) {
-        case 1: return group_few_tokens<L, 1>(a, g, t0, prefetch_next);
-        case 2: return group_few_tokens<L, 2>(a, g, t0, prefetch_next);
-        case 3: return group_few_tokens<L, 3>(a, g, t0, prefetch_next);
-        case 4: return group_few_tokens<L, 4>(a, g, t0, prefetch_next);
-        case 5: return group_few_tokens<L, 5>(a, g, t0, prefetch_next);
-        case 6: return group_few_tokens<L, 6>(a, g, t0, prefetch_next);
-        case 7: return group_few_tokens<L, 7>(a, g, t0, prefetch_next);
-        default: return group_few_tokens<L, 8>(a, g, t0, prefetch_next);
+        case 1:
+            return group_few_tokens<L, 1>(a, g, t0, prefetch_next);
+        case 2:
+            return group_few_tokens<L, 2>(a, g, t0, prefetch_next);
+        case 3:
+            return group_few_tokens<L, 3>(a, g, t0, prefetch_next);
+        case 4:
+            return group_few_tokens<L, 4>(a, g, t0, prefetch_next);
+        case 5:
+            return group_few_tokens<L, 5>(a, g, t0, prefetch_next);
+        case 6:
+            return group_few_tokens<L, 6>(a, g, t0, prefetch_next);
+        case 7:
+            return group_few_tokens<L, 7>(a, g, t0, prefetch_next);
+        default:
+            return group_few_tokens<L, 8>(a, g, t0, prefetch_next);
     }
 }
 
@@ -209,13 +226,9 @@ GR_AVX2 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, int64_t
             v[s] = _mm256_loadu_si256(
                 reinterpret_cast<const __m256i*>(lanes + ((b - b0) * L::kVectors + s) * 8));
         const __m256 dw_b = _mm256_loadu_ps(dw + (b - b0) * 8);
-        for (int i = 0; i < kTokens; ++i) {
-            __m256i dots = L::dots(v, x[i][b].qs);
-            if constexpr (L::kZeroPoint)
-                dots = _mm256_sub_epi32(dots, _mm256_set1_epi32(8 * a.x_group_sums[(t0 + i) * nb + b]));
-            const __m256 scale = _mm256_mul_ps(dw_b, _mm256_set1_ps(f16[x[i][b].d]));
-            acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(_mm256_cvtepi32_ps(dots), scale));
-        }
+        for (int i = 0; i < kTokens; ++i)
+            acc[i] = add_block<L>(acc[i], v, dw_b, x[i][b],
+                                  L::kZeroPoint ? a.x_group_sums[(t0 + i) * nb + b] : 0, f16);
     }
     for (int i = 0; i < kTokens; ++i) store_rows(a, g, t0 + i, acc[i]);
 }
@@ -223,8 +236,8 @@ GR_AVX2 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, int64_t
 template <typename L>
 GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
     constexpr int kChunk = kChunkBytes / (L::kVectors * 32);  // blocks: 64 of Q4_0, 32 of Q8_0
-    alignas(32) int32_t lanes[kChunk * L::kVectors * 8];  // (kChunk, kVectors, 8)
-    alignas(32) float dw[kChunk * 8];                     // (kChunk, 8)
+    alignas(32) int32_t lanes[kChunk * L::kVectors * 8];      // (kChunk, kVectors, 8)
+    alignas(32) float dw[kChunk * 8];                         // (kChunk, 8)
     const int64_t nb = a.k / kQK;
     // Up to kFewTokens tokens run in registers (the weights are read once, as in decode); more run the
     // staged chunks, kTokens at a time, and the rest (< kTokens) in registers.

@@ -116,6 +116,21 @@ GR_AVX512 inline __m512 load_rows(const GemmArgs& a, const Group& g, int64_t t) 
     return _mm512_maskz_loadu_ps(mask, a.y + t * a.y_stride + g.row0);
 }
 
+// One token's block b added to the 16 rows' running sums, in the scalar order:
+//   acc + float(idot) * (d_w * d_x), idot = sum(u · x) - z * sum(x) from 8 vpdpbusd steps.
+template <typename L>
+GR_AVX512 inline __m512 add_block(__m512 acc, const __m512i v[kSteps], __m512 dw_b, const block_q8_0& x,
+                                  int16_t x_sum, const float* f16) {
+    __m512i dots = _mm512_set1_epi32(-L::kZeroPoint * x_sum);
+    for (int s = 0; s < kSteps; ++s) {
+        int32_t four;
+        std::memcpy(&four, x.qs + 4 * s, sizeof four);
+        dots = _mm512_dpbusd_epi32(dots, v[s], _mm512_set1_epi32(four));
+    }
+    const __m512 scale = _mm512_mul_ps(dw_b, _mm512_set1_ps(f16[x.d]));
+    return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(dots), scale));
+}
+
 // Blocks [b0, b1) of the group, transposed into `lanes` ((b1 - b0) * kSteps vectors) with their row
 // scales `dw`, then tokens [t0, t0 + kTokens) over them, continuing the sums of blocks < b0.
 template <typename L>
@@ -132,17 +147,8 @@ GR_AVX512 void group_tokens(const GemmArgs& a, const Group& g, int64_t t0, int64
     for (int64_t b = b0; b < b1; ++b) {
         const __m512i* v = lanes + (b - b0) * kSteps;
         const __m512 dw_b = _mm512_load_ps(dw + (b - b0) * kRows);
-        for (int i = 0; i < kTokens; ++i) {
-            const int8_t* xs = x[i][b].qs;
-            __m512i dots = _mm512_set1_epi32(-L::kZeroPoint * a.x_group_sums[(t0 + i) * nb + b]);
-            for (int s = 0; s < kSteps; ++s) {
-                int32_t four;
-                std::memcpy(&four, xs + 4 * s, sizeof four);
-                dots = _mm512_dpbusd_epi32(dots, v[s], _mm512_set1_epi32(four));
-            }
-            const __m512 scale = _mm512_mul_ps(dw_b, _mm512_set1_ps(f16[x[i][b].d]));
-            acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_cvtepi32_ps(dots), scale));
-        }
+        for (int i = 0; i < kTokens; ++i)
+            acc[i] = add_block<L>(acc[i], v, dw_b, x[i][b], a.x_group_sums[(t0 + i) * nb + b], f16);
     }
     for (int i = 0; i < kTokens; ++i) store_rows(a, g, t0 + i, acc[i]);
 }
@@ -157,7 +163,8 @@ GR_AVX512 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, b
     for (int r = 0; r < kRows; ++r) w[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
     const block_q8_0* x[NT];
     for (int i = 0; i < NT; ++i)
-        x[i] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) + (t0 + i) * a.xq_row_bytes);
+        x[i] = reinterpret_cast<const block_q8_0*>(static_cast<const uint8_t*>(a.xq) +
+                                                   (t0 + i) * a.xq_row_bytes);
     const int64_t next = prefetch_next ? kRows * a.w_row_bytes : 0;
     __m512 acc[NT];
     for (int i = 0; i < NT; ++i) acc[i] = _mm512_setzero_ps();
@@ -168,17 +175,8 @@ GR_AVX512 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, b
         __m512i v[kSteps];
         L::transpose(w, b, v);
         const __m512 dw_b = row_scales16(w, b);
-        for (int i = 0; i < NT; ++i) {
-            const int8_t* xs = x[i][b].qs;
-            __m512i dots = _mm512_set1_epi32(-L::kZeroPoint * a.x_group_sums[(t0 + i) * nb + b]);
-            for (int s = 0; s < kSteps; ++s) {
-                int32_t four;
-                std::memcpy(&four, xs + 4 * s, sizeof four);
-                dots = _mm512_dpbusd_epi32(dots, v[s], _mm512_set1_epi32(four));
-            }
-            const __m512 scale = _mm512_mul_ps(dw_b, _mm512_set1_ps(f16[x[i][b].d]));
-            acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_cvtepi32_ps(dots), scale));
-        }
+        for (int i = 0; i < NT; ++i)
+            acc[i] = add_block<L>(acc[i], v, dw_b, x[i][b], a.x_group_sums[(t0 + i) * nb + b], f16);
     }
     for (int i = 0; i < NT; ++i) store_rows(a, g, t0 + i, acc[i]);
 }
@@ -193,14 +191,30 @@ GR_AVX512 void gemm_few_tokens(const GemmArgs& a, int64_t t0, int64_t n, int64_t
         for (int r = 0; r < kRows; ++r) g.rows[r] = w + (r0 + std::min(r, g.n_rows - 1)) * a.w_row_bytes;
         const bool prefetch_next = prefetch && r0 + kRows < row_end;
         switch (n) {
-            case 1: group_few_tokens<L, 1>(a, g, t0, prefetch_next); break;
-            case 2: group_few_tokens<L, 2>(a, g, t0, prefetch_next); break;
-            case 3: group_few_tokens<L, 3>(a, g, t0, prefetch_next); break;
-            case 4: group_few_tokens<L, 4>(a, g, t0, prefetch_next); break;
-            case 5: group_few_tokens<L, 5>(a, g, t0, prefetch_next); break;
-            case 6: group_few_tokens<L, 6>(a, g, t0, prefetch_next); break;
-            case 7: group_few_tokens<L, 7>(a, g, t0, prefetch_next); break;
-            default: group_few_tokens<L, 8>(a, g, t0, prefetch_next); break;
+            case 1:
+                group_few_tokens<L, 1>(a, g, t0, prefetch_next);
+                break;
+            case 2:
+                group_few_tokens<L, 2>(a, g, t0, prefetch_next);
+                break;
+            case 3:
+                group_few_tokens<L, 3>(a, g, t0, prefetch_next);
+                break;
+            case 4:
+                group_few_tokens<L, 4>(a, g, t0, prefetch_next);
+                break;
+            case 5:
+                group_few_tokens<L, 5>(a, g, t0, prefetch_next);
+                break;
+            case 6:
+                group_few_tokens<L, 6>(a, g, t0, prefetch_next);
+                break;
+            case 7:
+                group_few_tokens<L, 7>(a, g, t0, prefetch_next);
+                break;
+            default:
+                group_few_tokens<L, 8>(a, g, t0, prefetch_next);
+                break;
         }
     }
 }
