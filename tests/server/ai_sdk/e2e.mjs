@@ -3,12 +3,14 @@
 // (the tool runs, a second step follows); streamText's text equal to generateText's; then, with ajv, answers to
 // several JSON schemas at temperature 1 over several seeds, on the shipped model and on a random-weight one
 // (graphrun make-model), each valid or cut by the token limit. SIGTERM exits 0.
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import assert from "node:assert/strict";
+
+import { startServer, stopServer } from "../serve_process.mjs";
 
 const [graphrun, model, clientDir] = process.argv.slice(2);
 const clientRequire = createRequire(path.join(clientDir, "package.json"));
@@ -16,30 +18,6 @@ const { generateObject, generateText, streamText, tool, stepCountIs, NoObjectGen
 const { createOpenAICompatible } = clientRequire("@ai-sdk/openai-compatible");
 const { z } = clientRequire("zod");
 const Ajv = clientRequire("ajv").default;
-
-// Starts the server with --port 0 and reads the port it printed (as tests/server/openai/e2e.mjs does).
-function startServer(modelPath) {
-  const server = spawn(graphrun, ["serve", "-m", modelPath, "--port", "0", "--parallel", "2", "-c", "512"],
-                       { stdio: ["ignore", "inherit", "pipe"] });
-  const exited = new Promise((resolve) => server.on("exit", (code, signal) => resolve({ code, signal })));
-  return new Promise((resolve, reject) => {
-    let err = "";
-    const timer = setTimeout(() => reject(new Error("no port printed in 60 s:\n" + err)), 60000);
-    server.stderr.on("data", (d) => {
-      err += d;
-      process.stderr.write(d);
-      const m = /http:\/\/127\.0\.0\.1:(\d+)/.exec(err);
-      if (m) { clearTimeout(timer); resolve({ server, exited, port: Number(m[1]) }); }
-    });
-    server.on("exit", (code) => reject(new Error(`graphrun serve exited with ${code}:\n${err}`)));
-  });
-}
-async function stopServer({ server, exited }) {
-  server.kill("SIGTERM");
-  const { code, signal } = await exited;
-  assert.equal(signal, null);
-  assert.equal(code, 0, "SIGTERM drains and exits 0");
-}
 
 let checks = 0;
 const check = (name) => { checks++; console.log("ok", name); };
@@ -86,7 +64,7 @@ async function ajvRound(port, label) {
 }
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), "graphrun-ai-sdk-"));
-let running = await startServer(model);
+let running = await startServer(graphrun, ["-m", model, "--parallel", "2", "-c", "512"]);
 try {
   const provider = createOpenAICompatible({ baseURL: `http://127.0.0.1:${running.port}/v1`, name: "graphrun",
                                             supportsStructuredOutputs: true, includeUsage: true,
@@ -152,7 +130,7 @@ try {
 
   const randomModel = path.join(scratch, "random.gguf");
   execFileSync(graphrun, ["make-model", "--ctx", "512", "--seed", "7", randomModel], { stdio: "inherit" });
-  running = await startServer(randomModel);
+  running = await startServer(graphrun, ["-m", randomModel, "--parallel", "2", "-c", "512"]);
   await ajvRound(running.port, "random weights");
   check("ajv: every json_schema answer on a random-weight model validates or has finish_reason length");
   await stopServer(running);

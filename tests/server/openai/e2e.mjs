@@ -5,10 +5,11 @@
 // a tool loop and a streamed tool call; embeddings of a string and a list, base64 and float; errors as the
 // client's typed exceptions; the Responses API, whole, streamed, with a function call and refused fields;
 // SIGTERM exits 0.
-import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
 import assert from "node:assert/strict";
+
+import { startServer, stopServer } from "../serve_process.mjs";
 
 const [graphrun, model, clientDir] = process.argv.slice(2);
 const clientRequire = createRequire(path.join(clientDir, "package.json"));
@@ -18,25 +19,9 @@ const { LengthFinishReasonError } = clientRequire("openai/error");
 const { z } = clientRequire("zod");
 const KEY = "graphrun-e2e-key";
 
-// Starts the server with --port 0 and reads the port it printed.
-function startServer() {
-  const server = spawn(graphrun, ["serve", "-m", model, "--port", "0", "--parallel", "4", "--queue", "16",
-                                  "-c", "512", "--api-key", KEY], { stdio: ["ignore", "inherit", "pipe"] });
-  return new Promise((resolve, reject) => {
-    let err = "";
-    const timer = setTimeout(() => reject(new Error("no port printed in 60 s:\n" + err)), 60000);
-    server.stderr.on("data", (d) => {
-      err += d;
-      process.stderr.write(d);
-      const m = /http:\/\/127\.0\.0\.1:(\d+)/.exec(err);
-      if (m) { clearTimeout(timer); resolve({ server, port: Number(m[1]) }); }
-    });
-    server.on("exit", (code) => reject(new Error(`graphrun serve exited with ${code}:\n${err}`)));
-  });
-}
-
-const { server, port } = await startServer();
-const exited = new Promise((resolve) => server.on("exit", (code, signal) => resolve({ code, signal })));
+let running = await startServer(graphrun, ["-m", model, "--parallel", "4", "--queue", "16", "-c", "512",
+                                            "--api-key", KEY]);
+const { port } = running;
 const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: KEY, maxRetries: 0 });
 let checks = 0;
 const check = (name) => { checks++; console.log("ok", name); };
@@ -299,11 +284,10 @@ try {
   const stranger = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "wrong", maxRetries: 0 });
   await assert.rejects(stranger.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
   check("errors: 400 BadRequestError naming the field, 401 AuthenticationError");
+  await stopServer(running);
+  running = null;
+  check("SIGTERM: exit 0");
 } finally {
-  server.kill("SIGTERM");
+  if (running) running.server.kill("SIGTERM");
 }
-const { code, signal } = await exited;
-assert.equal(signal, null);
-assert.equal(code, 0, "SIGTERM drains and exits 0");
-check("SIGTERM: exit 0");
 console.log(`e2e: ${checks} checks passed`);
