@@ -115,7 +115,7 @@ const TypeRow kRows[] = {
      .dequantize = {dequantize_as<block_q4_K, dequantize_row_q4_k>},
      .vec_dot = {scalar::vec_dot_q4_k_q8_k, avx2::vec_dot_q4_k_q8_k},
      .matmul_kernel = "matmul_q4_k",
-     .gemm = {.avx2 = avx2::gemm_q4_k_q8_k},
+     .gemm = {.avx2 = avx2::gemm_lanes_q4_k_q8_k},
      .gemm_group_sums = true,
      .short_row_fallback = DType::Q5_0},
     {.type = DType::Q5_K,

@@ -1,7 +1,8 @@
 // tests/ops/k_gemm_test.cpp — the K-quant GEMMs (QuantTraits::gemm of Q4_K and Q6_K,
-// ops/quant/avx2/k_gemm.cpp) against the per-token path they replace: every output bit for bit equal to
-// the scalar vec_dot for token counts 1..17 (whole 8-token tiles and every remainder), row counts and ranges
-// that cut the 16-row blocks, K of one to many super-blocks, at every SIMD level this CPU has; plus NMSE
+// ops/quant/avx2/k_lanes_gemm.cpp and k_gemm.cpp) against the per-token path they replace: every output bit
+// for bit equal to the scalar vec_dot for token counts 1..17 (the row tiles up to 8 tokens, the 4-token lane
+// tiles and every remainder above), row counts and ranges that cut the 8- and 16-row groups, K of one to
+// many super-blocks (11: past one 8-super-block chunk of lanes), at every SIMD level this CPU has; plus NMSE
 // against the float reference.
 #include <gtest/gtest.h>
 
@@ -45,8 +46,8 @@ constexpr DType kTypes[] = {DType::Q4_K, DType::Q6_K};
 
 TEST(KQuantGemm, Q4KAndQ6KHaveAGemmAtTheAvx2LevelWhichTheAvx512LevelRuns) {
     EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Scalar)->gemm, nullptr);
-    EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Avx2)->gemm, avx2::gemm_q4_k_q8_k);
-    EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Avx512)->gemm, avx2::gemm_q4_k_q8_k);
+    EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Avx2)->gemm, avx2::gemm_lanes_q4_k_q8_k);
+    EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Avx512)->gemm, avx2::gemm_lanes_q4_k_q8_k);
     EXPECT_EQ(quant_traits_at(DType::Q6_K, SimdLevel::Scalar)->gemm, nullptr);
     EXPECT_EQ(quant_traits_at(DType::Q6_K, SimdLevel::Avx2)->gemm, avx2::gemm_q6_k_q8_k);
     EXPECT_EQ(quant_traits_at(DType::Q6_K, SimdLevel::Avx512)->gemm, avx2::gemm_q6_k_q8_k);
@@ -60,7 +61,7 @@ TEST(KQuantGemm, EveryOutputEqualsTheScalarPerTokenDotBitForBit) {
         if (levels.empty()) GTEST_SKIP() << "no level with a K-quant gemm on this CPU";
         int checked = 0;
         for (auto [n, k] :
-             {std::pair<int64_t, int64_t>{1, 256}, {5, 3 * 256}, {19, 2 * 256}, {37, 7 * 256}}) {
+             {std::pair<int64_t, int64_t>{1, 256}, {5, 3 * 256}, {19, 2 * 256}, {37, 7 * 256}, {11, 11 * 256}}) {
             const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, uint32_t(n * 7 + k));
             for (int64_t n_tokens = 1; n_tokens <= 17; ++n_tokens) {
                 const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3,

@@ -36,36 +36,16 @@ namespace graphrun::ops {
 
 namespace {
 
+using avx2_util::broadcast4;
+using avx2_util::load16x2;
 using avx2_util::row_scales8;
+using avx2_util::transpose4;
 
 constexpr int kRows = 8;            // rows per group: one per lane
 constexpr int kSteps = 8;           // 4-weight steps per 32-weight block
 constexpr int kTokens = 4;          // tokens per prompt micro-tile
 constexpr int kFewTokens = 8;       // calls of up to this many tokens run all in registers
 constexpr int kChunkBytes = 16384;  // the blocks transposed at once: 16 KiB of lanes on the stack
-
-// 4 activation bytes (x.qs + 4 s, not 4-byte aligned inside a block) broadcast to every lane.
-GR_AVX2 inline __m256i broadcast4(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32(v);
-}
-
-GR_AVX2 inline __m256i load16x2(const void* low, const void* high) {
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(low))),
-                                   _mm_loadu_si128(static_cast<const __m128i*>(high)), 1);
-}
-
-// p[0..3]: per 128-bit half, 4 dwords of one row each (rows r | r + 4) -> u[s]: dword s of rows
-// 0..3 | 4..7, i.e. lane r = row r's dword s.
-GR_AVX2 inline void transpose4(const __m256i p[4], __m256i u[4]) {
-    const __m256i t0 = _mm256_unpacklo_epi32(p[0], p[1]), t1 = _mm256_unpackhi_epi32(p[0], p[1]);
-    const __m256i t2 = _mm256_unpacklo_epi32(p[2], p[3]), t3 = _mm256_unpackhi_epi32(p[2], p[3]);
-    u[0] = _mm256_unpacklo_epi64(t0, t2);
-    u[1] = _mm256_unpackhi_epi64(t0, t2);
-    u[2] = _mm256_unpacklo_epi64(t1, t3);
-    u[3] = _mm256_unpackhi_epi64(t1, t3);
-}
 
 // Per weight type: transpose() lays block b of 8 rows out as kVectors lane vectors; dots() takes them
 // and one activation block to the 8 rows' exact integer block dots.

@@ -61,6 +61,29 @@ GR_AVX2 inline __m256i dot_u8_i8(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
+// 4 activation bytes (x.qs + 4 s, not 4-byte aligned inside a block) broadcast to every lane.
+GR_AVX2 inline __m256i broadcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+GR_AVX2 inline __m256i load16x2(const void* low, const void* high) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(low))),
+                                   _mm_loadu_si128(static_cast<const __m128i*>(high)), 1);
+}
+
+// p[0..3]: per 128-bit half, 4 dwords of one row each (rows r | r + 4) -> u[s]: dword s of rows
+// 0..3 | 4..7, i.e. lane r = row r's dword s.
+GR_AVX2 inline void transpose4(const __m256i p[4], __m256i u[4]) {
+    const __m256i t0 = _mm256_unpacklo_epi32(p[0], p[1]), t1 = _mm256_unpackhi_epi32(p[0], p[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(p[2], p[3]), t3 = _mm256_unpackhi_epi32(p[2], p[3]);
+    u[0] = _mm256_unpacklo_epi64(t0, t2);
+    u[1] = _mm256_unpackhi_epi64(t0, t2);
+    u[2] = _mm256_unpacklo_epi64(t1, t3);
+    u[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
 // The fp16 scales d of block b of 8 rows (w[0..7], blocks with a `uint16_t d`) as floats in row order.
 // The scalar ALUs (idle in the kernels that call this) pack the 8 halves into two 64-bit words and F16C
 // converts them: the same floats as the fp16 table (both conversions are exact; a NaN scale stays a
