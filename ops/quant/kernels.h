@@ -99,6 +99,8 @@ void gemm_q4_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 // Q4_K (ops/quant/avx2/k_lanes_gemm.cpp), the traits' gemm: the same bits, 8 rows in lanes x 4 tokens a
 // staged tile for calls of more than 8 tokens; up to 8 tokens, and the last n_tokens % 4, gemm_q4_k_q8_k.
 void gemm_lanes_q4_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+// Q6_K (the same file), likewise over gemm_q6_k_q8_k.
+void gemm_lanes_q6_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 // Q6_K (the same file): vec_dot_q6_k_q8_k's bits, one row x 8 tokens a tile, from Q8_K's own bsums.
 void gemm_q6_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);

@@ -131,7 +131,7 @@ const TypeRow kRows[] = {
      .dequantize = {dequantize_as<block_q6_K, dequantize_row_q6_k>},
      .vec_dot = {scalar::vec_dot_q6_k_q8_k, avx2::vec_dot_q6_k_q8_k},
      .matmul_kernel = "matmul_q6_k",
-     .gemm = {.avx2 = avx2::gemm_q6_k_q8_k},
+     .gemm = {.avx2 = avx2::gemm_lanes_q6_k_q8_k},
      .short_row_fallback = DType::Q8_0},
     {.type = DType::Q8_K,  // activations of the super-block types
      .vec_dot_type = DType::Q8_K,

@@ -49,8 +49,8 @@ TEST(KQuantGemm, Q4KAndQ6KHaveAGemmAtTheAvx2LevelWhichTheAvx512LevelRuns) {
     EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Avx2)->gemm, avx2::gemm_lanes_q4_k_q8_k);
     EXPECT_EQ(quant_traits_at(DType::Q4_K, SimdLevel::Avx512)->gemm, avx2::gemm_lanes_q4_k_q8_k);
     EXPECT_EQ(quant_traits_at(DType::Q6_K, SimdLevel::Scalar)->gemm, nullptr);
-    EXPECT_EQ(quant_traits_at(DType::Q6_K, SimdLevel::Avx2)->gemm, avx2::gemm_q6_k_q8_k);
-    EXPECT_EQ(quant_traits_at(DType::Q6_K, SimdLevel::Avx512)->gemm, avx2::gemm_q6_k_q8_k);
+    EXPECT_EQ(quant_traits_at(DType::Q6_K, SimdLevel::Avx2)->gemm, avx2::gemm_lanes_q6_k_q8_k);
+    EXPECT_EQ(quant_traits_at(DType::Q6_K, SimdLevel::Avx512)->gemm, avx2::gemm_lanes_q6_k_q8_k);
 }
 
 // The bit-for-bit rule over tokens 1..17 and odd row counts, the rows split in three uneven ranges.
