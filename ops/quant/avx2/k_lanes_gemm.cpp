@@ -39,10 +39,10 @@ using avx2_util::broadcast4;
 using avx2_util::load16x2;
 using avx2_util::transpose4;
 
-constexpr int kRows = 8;       // rows per group: one per lane
-constexpr int kSteps = 8;      // 4-weight steps per 32 weights
-constexpr int kTokens = 4;     // tokens per prompt micro-tile
-constexpr int kFewTokens = 8;  // calls of up to this many tokens run the row tiles
+constexpr int kRows = 8;                // rows per group: one per lane
+constexpr int kSteps = 8;               // 4-weight steps per 32 weights
+constexpr int kTokens = 4;              // tokens per prompt micro-tile
+constexpr int kFewTokens = 8;           // calls of up to this many tokens run the row tiles
 constexpr int kStackBytes = 24 * 1024;  // the super-blocks transposed at once, about L1-sized
 
 GR_AVX2 inline __m256i load_lanes(const int32_t v[kRows]) {
@@ -50,7 +50,9 @@ GR_AVX2 inline __m256i load_lanes(const int32_t v[kRows]) {
 }
 
 // An int16 in both halves of an int32 lane (a madd multiplier for a lane's two pair sums).
-inline int32_t pair16(int lo, int hi) { return int32_t(uint32_t(uint16_t(lo)) | uint32_t(uint16_t(hi)) << 16); }
+inline int32_t pair16(int lo, int hi) {
+    return int32_t(uint32_t(uint16_t(lo)) | uint32_t(uint16_t(hi)) << 16);
+}
 
 // 8 rows' 32 bytes (p[r]: row r's), transposed: t[j] lane r = row r's dword j (bytes 4j .. 4j + 3).
 GR_AVX2 void transpose32(const uint8_t* const p[kRows], __m256i t[8]) {
@@ -111,23 +113,28 @@ struct Q4KLanes {
     }
     // kTokens tokens' super-block b added to their 8 rows' running sums acc[i]. sums[i]: token i's 8
     // sub-block sums of x for this super-block (GemmArgs::x_group_sums).
-    GR_AVX2 static void add_superblock(__m256 acc[kTokens], const Lanes& l, const block_q8_K* const x[kTokens],
+    GR_AVX2 static void add_superblock(__m256 acc[kTokens], const Lanes& l,
+                                       const block_q8_K* const x[kTokens],
                                        const int16_t* const sums[kTokens]) {
         __m256i sumi[kTokens];
         for (__m256i& v : sumi) v = _mm256_setzero_si256();
         for (int s = 0; s < 8; ++s) {
             __m256i dots[kTokens];
-            for (int i = 0; i < kTokens; ++i) dots[i] = _mm256_maddubs_epi16(l.q[s * kSteps], broadcast4(x[i]->qs + 32 * s));
+            for (int i = 0; i < kTokens; ++i)
+                dots[i] = _mm256_maddubs_epi16(l.q[s * kSteps], broadcast4(x[i]->qs + 32 * s));
             for (int j = 1; j < kSteps; ++j)
                 for (int i = 0; i < kTokens; ++i)
                     dots[i] = _mm256_add_epi16(
-                        dots[i], _mm256_maddubs_epi16(l.q[s * kSteps + j], broadcast4(x[i]->qs + 32 * s + 4 * j)));
-            for (int i = 0; i < kTokens; ++i) sumi[i] = _mm256_add_epi32(sumi[i], _mm256_madd_epi16(dots[i], l.scale[s]));
+                        dots[i],
+                        _mm256_maddubs_epi16(l.q[s * kSteps + j], broadcast4(x[i]->qs + 32 * s + 4 * j)));
+            for (int i = 0; i < kTokens; ++i)
+                sumi[i] = _mm256_add_epi32(sumi[i], _mm256_madd_epi16(dots[i], l.scale[s]));
         }
         for (int i = 0; i < kTokens; ++i) {
             const auto* pairs = reinterpret_cast<const int8_t*>(sums[i]);  // two int16 sums per int32
             __m256i summ = _mm256_madd_epi16(l.min_pairs[0], broadcast4(pairs));
-            for (int p = 1; p < 4; ++p) summ = _mm256_add_epi32(summ, _mm256_madd_epi16(l.min_pairs[p], broadcast4(pairs + 4 * p)));
+            for (int p = 1; p < 4; ++p)
+                summ = _mm256_add_epi32(summ, _mm256_madd_epi16(l.min_pairs[p], broadcast4(pairs + 4 * p)));
             // k_superblock_total per lane: total + ((dx dw) sumi - (dx dmin) summ).
             const __m256 dx = _mm256_set1_ps(x[i]->d);
             const __m256 d = _mm256_mul_ps(dx, l.d), dmin = _mm256_mul_ps(dx, l.dmin);
@@ -187,7 +194,8 @@ struct Q6KLanes {
     }
     // As Q4KLanes::add_superblock. Two steps of maddubs pairs (<= 2 * 63 * 128 each) fit an int16
     // (<= 32256), so each half of a 16-weight sub-block is widened by its own madd.
-    GR_AVX2 static void add_superblock(__m256 acc[kTokens], const Lanes& l, const block_q8_K* const x[kTokens],
+    GR_AVX2 static void add_superblock(__m256 acc[kTokens], const Lanes& l,
+                                       const block_q8_K* const x[kTokens],
                                        const int16_t* const /*sums*/[kTokens]) {
         __m256i sumi[kTokens];
         for (__m256i& v : sumi) v = _mm256_setzero_si256();
@@ -196,8 +204,9 @@ struct Q6KLanes {
                 const __m256i scale = l.scale[2 * g + j / 4];
                 for (int i = 0; i < kTokens; ++i) {
                     const int8_t* xq = x[i]->qs + 32 * g + 4 * j;
-                    const __m256i two = _mm256_add_epi16(_mm256_maddubs_epi16(l.q[g * kSteps + j], broadcast4(xq)),
-                                                         _mm256_maddubs_epi16(l.q[g * kSteps + j + 1], broadcast4(xq + 4)));
+                    const __m256i two =
+                        _mm256_add_epi16(_mm256_maddubs_epi16(l.q[g * kSteps + j], broadcast4(xq)),
+                                         _mm256_maddubs_epi16(l.q[g * kSteps + j + 1], broadcast4(xq + 4)));
                     sumi[i] = _mm256_add_epi32(sumi[i], _mm256_madd_epi16(two, scale));
                 }
             }
@@ -205,7 +214,8 @@ struct Q6KLanes {
             const auto* pairs = reinterpret_cast<const int8_t*>(x[i]->bsums);
             __m256i offset = _mm256_madd_epi16(l.scale_pairs[0], broadcast4(pairs));
             for (int p = 1; p < 8; ++p)
-                offset = _mm256_add_epi32(offset, _mm256_madd_epi16(l.scale_pairs[p], broadcast4(pairs + 4 * p)));
+                offset =
+                    _mm256_add_epi32(offset, _mm256_madd_epi16(l.scale_pairs[p], broadcast4(pairs + 4 * p)));
             const __m256i total_i = _mm256_sub_epi32(sumi[i], _mm256_slli_epi32(offset, 5));
             // k_superblock_total per lane with dmin_w = 0 and summ = 0: total + ((dx dw) sumi - (dx 0) 0).
             const __m256 dx = _mm256_set1_ps(x[i]->d), zero = _mm256_setzero_ps();
@@ -242,8 +252,8 @@ GR_AVX2 inline __m256 load_rows(const GemmArgs& a, const Group<Block>& g, int64_
 // Super-blocks [b0, b1) of the group (lanes[b - b0]) for tokens [t0, t0 + kTokens), continuing the
 // running sums of the super-blocks before b0.
 template <typename L>
-GR_AVX2 void group_tokens(const GemmArgs& a, const Group<typename L::Block>& g, int64_t t0, int64_t b0, int64_t b1,
-                          const typename L::Lanes* lanes) {
+GR_AVX2 void group_tokens(const GemmArgs& a, const Group<typename L::Block>& g, int64_t t0, int64_t b0,
+                          int64_t b1, const typename L::Lanes* lanes) {
     const int64_t nb = a.k / kQK_K;
     const uint8_t* xq[kTokens];
     for (int i = 0; i < kTokens; ++i) xq[i] = static_cast<const uint8_t*>(a.xq) + (t0 + i) * a.xq_row_bytes;
