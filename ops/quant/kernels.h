@@ -96,13 +96,13 @@ float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
 // Q4_K (ops/quant/avx2/k_gemm.cpp): vec_dot_q4_k_q8_k's bits for every output, one row x 8 tokens a tile.
 void gemm_q4_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
-// Q4_K (ops/quant/avx2/k_lanes_gemm.cpp), the traits' gemm: the same bits, 8 rows in lanes x 4 tokens a
-// staged tile for calls of more than 8 tokens; up to 8 tokens, and the last n_tokens % 4, gemm_q4_k_q8_k.
-void gemm_lanes_q4_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
-// Q6_K (the same file), likewise over gemm_q6_k_q8_k.
-void gemm_lanes_q6_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 // Q6_K (the same file): vec_dot_q6_k_q8_k's bits, one row x 8 tokens a tile, from Q8_K's own bsums.
 void gemm_q6_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+// Q4_K and Q6_K (ops/quant/avx2/k_lanes_gemm.cpp), the traits' gemms: the same bits, 8 rows in lanes x 4
+// tokens a staged tile for calls of more than 8 tokens; up to 8 tokens, and the last n_tokens % 4, run
+// gemm_q4_k_q8_k / gemm_q6_k_q8_k above.
+void gemm_lanes_q4_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+void gemm_lanes_q6_k_q8_k(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* x);
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);  // F16C; bit-exact with scalar::

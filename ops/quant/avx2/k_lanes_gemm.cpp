@@ -235,18 +235,13 @@ struct Group {
 
 template <typename Block>
 GR_AVX2 inline void store_rows(const GemmArgs& a, const Group<Block>& g, int64_t t, __m256 acc) {
-    if (g.n_rows == kRows) return _mm256_storeu_ps(a.y + t * a.y_stride + g.row0, acc);
-    alignas(32) float out[kRows];
-    _mm256_store_ps(out, acc);
-    for (int r = 0; r < g.n_rows; ++r) a.y[t * a.y_stride + g.row0 + r] = out[r];
+    avx2_util::store_first(a.y + t * a.y_stride + g.row0, g.n_rows, acc);
 }
 
+// The group's running sums of token t, stored by store_rows after an earlier chunk.
 template <typename Block>
 GR_AVX2 inline __m256 load_rows(const GemmArgs& a, const Group<Block>& g, int64_t t) {
-    if (g.n_rows == kRows) return _mm256_loadu_ps(a.y + t * a.y_stride + g.row0);
-    alignas(32) float in[kRows] = {};
-    for (int r = 0; r < g.n_rows; ++r) in[r] = a.y[t * a.y_stride + g.row0 + r];
-    return _mm256_load_ps(in);
+    return avx2_util::load_first(a.y + t * a.y_stride + g.row0, g.n_rows);
 }
 
 // Super-blocks [b0, b1) of the group (lanes[b - b0]) for tokens [t0, t0 + kTokens), continuing the

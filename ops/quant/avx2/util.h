@@ -84,6 +84,22 @@ GR_AVX2 inline void transpose4(const __m256i p[4], __m256i u[4]) {
     u[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
+// The first n (1..8) of the 8 floats at y, stored from / loaded into the lanes of a vector: a lanes GEMM's
+// running sums of a group of 8 rows, of which the last group of a range may hold fewer. Lanes past n load
+// as 0 and are not stored.
+GR_AVX2 inline void store_first(float* y, int n, __m256 v) {
+    if (n == 8) return _mm256_storeu_ps(y, v);
+    alignas(32) float out[8];
+    _mm256_store_ps(out, v);
+    for (int r = 0; r < n; ++r) y[r] = out[r];
+}
+GR_AVX2 inline __m256 load_first(const float* y, int n) {
+    if (n == 8) return _mm256_loadu_ps(y);
+    alignas(32) float in[8] = {};
+    for (int r = 0; r < n; ++r) in[r] = y[r];
+    return _mm256_load_ps(in);
+}
+
 // The fp16 scales d of block b of 8 rows (w[0..7], blocks with a `uint16_t d`) as floats in row order.
 // The scalar ALUs (idle in the kernels that call this) pack the 8 halves into two 64-bit words and F16C
 // converts them: the same floats as the fp16 table (both conversions are exact; a NaN scale stays a
