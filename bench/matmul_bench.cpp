@@ -1,6 +1,6 @@
 // bench/matmul_bench.cpp — matmul at Llama shapes for every weight type, as decode (n_tokens 1,
 // bound by reading the weights) and as a prompt batch (n_tokens 32 and, for the types with a GEMM
-// path, 128: bound by arithmetic); the GEMM types also at n_tokens 2 (two sequences decoding at once).
+// path, 128: bound by arithmetic); the GEMM types also at n_tokens 2, 4 and 8 (small passes).
 //
 //   x (T, K) f32 · W (N, K)ᵀ f32|f16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|iq4_xs -> y (T, N) f32
 //
@@ -158,8 +158,9 @@ const int registered = [] {
             const bool gemm = ops::quant_traits(type) && ops::quant_traits(type)->gemm;
             std::vector<int64_t> token_counts = {1, 32};
             std::vector<Variant> variants = {Variant::Scalar, Variant::Simd1, Variant::Simd2};
-            // T2: a batch of two sequences' decode steps, the GEMM's 4 × 2 row tile for Q8_0.
-            if (gemm) token_counts = {1, 2, 32, 128}, variants.push_back(Variant::PerToken1);
+            // T2, T4, T8: small passes (sequences decoding together, a speculative pass verifying
+            // guesses), which should cost little more than T1 while reading the weights dominates.
+            if (gemm) token_counts = {1, 2, 4, 8, 32, 128}, variants.push_back(Variant::PerToken1);
             for (int64_t t : token_counts)
                 for (Variant v : variants) {
                     if (t > 32 && v == Variant::Scalar) continue;  // seconds per call: scalar is shown at T32

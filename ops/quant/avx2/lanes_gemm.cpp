@@ -53,6 +53,10 @@ struct Q4Lanes {
     using Block = block_q4_0;
     static constexpr bool kZeroPoint = true;
     static constexpr int kVectors = kSteps;
+    // Tokens in registers at once. At 8, the 8 lane vectors and the 8 tokens' sums fill the 16 registers,
+    // and the spills cost more than transposing the blocks a second time: 8 tokens run as 4 + 4
+    // (whole-process 0.90x at 8-token passes; 6 or 7 tokens are faster in one pass; docs/performance.md).
+    static constexpr int kRegisterTokens = 7;
     // Byte i of a Q4_0 block holds weight i (low nibble) and weight i + 16 (high nibble): dword s of the
     // packed bytes gives the weights of steps s (low) and s + 4 (high).
     GR_AVX2 static void transpose(const block_q4_0* const w[kRows], int64_t b, __m256i v[kVectors]) {
@@ -77,7 +81,8 @@ struct Q4Lanes {
 struct Q8Lanes {
     using Block = block_q8_0;
     static constexpr bool kZeroPoint = false;
-    static constexpr int kVectors = 2 * kSteps;  // the weights' 8 lane vectors, then their magnitudes
+    static constexpr int kVectors = 2 * kSteps;         // the weights' 8 lane vectors, then their magnitudes
+    static constexpr int kRegisterTokens = kFewTokens;  // its transposition costs more than the spills
     GR_AVX2 static void transpose(const block_q8_0* const w[kRows], int64_t b, __m256i v[kVectors]) {
         __m256i p[4];
         for (int r = 0; r < 4; ++r) p[r] = load16x2(w[r][b].qs, w[r + 4][b].qs);
@@ -157,10 +162,16 @@ GR_AVX2 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, boo
     for (int i = 0; i < NT; ++i) store_rows(a, g, t0 + i, acc[i]);
 }
 
-// Tokens [t0, t0 + n) with 1 <= n <= kFewTokens, as group_few_tokens.
+// Tokens [t0, t0 + n) with 1 <= n <= kFewTokens, as group_few_tokens; above L::kRegisterTokens in two
+// passes over the group of about half the tokens each (the second finds the group's blocks in cache).
 template <typename L>
 GR_AVX2 void group_tokens_in_registers(const GemmArgs& a, const Group& g, int64_t t0, int64_t n,
                                        bool prefetch_next) {
+    if (n > L::kRegisterTokens) {
+        const int64_t first = (n + 1) / 2;
+        group_tokens_in_registers<L>(a, g, t0, first, prefetch_next);
+        return group_tokens_in_registers<L>(a, g, t0 + first, n - first, false);
+    }
     switch (n) {
         case 1:
             return group_few_tokens<L, 1>(a, g, t0, prefetch_next);
