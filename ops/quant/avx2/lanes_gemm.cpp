@@ -19,7 +19,8 @@
 // every token passes over that chunk, 4 tokens at a time, its 8 running sums kept in y between chunks
 // (a float stored and loaded back is the same float, so the order of the sum is unchanged). Decode and
 // passes of up to 8 tokens (and a prompt's last n_tokens % 4): each block is transposed in registers
-// and used at once by all of them. The kernel allocates nothing.
+// and used at once by all of them, or for Q4_0's 8-token passes by 4 tokens at a time in two passes
+// over the group (Q4Lanes::kRegisterTokens). The kernel allocates nothing.
 //
 // Integer ranges (|x| <= 127: activations are quantized with amax -> 127):
 //   Q4_0: maddubs(nibble 0..15, x) pairs <= 2 * 15 * 127 = 3810; a lane's int16 half adds 8 of them,
