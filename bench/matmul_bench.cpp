@@ -7,8 +7,10 @@
 // Each benchmark is named matmul/<type>/<N>x<K>/T<T>/<variant>:
 //   scalar   the plain C++ path (the matmul with the type's scalar traits row, matmul_f32's Scalar path)
 //   simd_1t  the path the op table dispatches to, one thread
-//   simd_2t  the same split over weight rows by tbb::parallel_for on 2 threads
-//   pertoken_1t  for types whose dispatched path is a GEMM (Q8_0, Q4_0 at AVX2): the same traits row
+//   simd_2t  the same split over weight rows (in groups of 8) by tbb::parallel_for on 2 threads
+//   packed_2t  Q4_0 at the AVX2 level: the weights packed as q4_0x8 (ops/quant/packed.h), split over 8-row
+//   groups as simd_2t pertoken_1t  for types whose dispatched path is a GEMM (Q8_0, Q4_0 at AVX2): the same
+//   traits row
 //            without it, one vec_dot per (token, row) as before the GEMM, one thread
 // Counters: W_bytes/s (weight bytes read per second: the figure to hold against the machine's read
 // bandwidth, bench/bandwidth_bench.cpp) and FLOP/s (2·T·N·K per call).
@@ -30,18 +32,20 @@
 #include "ops/op_rows.h"
 #include "ops/op_table.h"
 #include "ops/quant/kernels.h"
+#include "ops/quant/packed.h"
 #include "ops/quant/traits.h"
 #include "runtime/checked_math.h"
 
 namespace graphrun::bench {
 namespace {
 
-enum class Variant { Scalar, Simd1, Simd2, PerToken1 };
+enum class Variant { Scalar, Simd1, Simd2, PerToken1, Packed2 };
 const char* variant_name(Variant v) {
-    return v == Variant::Scalar  ? "scalar"
-           : v == Variant::Simd1 ? "simd_1t"
-           : v == Variant::Simd2 ? "simd_2t"
-                                 : "pertoken_1t";
+    return v == Variant::Scalar    ? "scalar"
+           : v == Variant::Simd1   ? "simd_1t"
+           : v == Variant::Simd2   ? "simd_2t"
+           : v == Variant::Packed2 ? "packed_2t"
+                                   : "pertoken_1t";
 }
 
 // Uniform [-1, 1) from a 64-bit xorshift: filling a GiB of weights with mt19937 would dominate the run.
@@ -57,25 +61,30 @@ struct FastRandom {
 // the six benchmarks of one (type, shape) build it once; benchmarks run in registration order.
 struct WeightPool {
     DType type;
+    bool packed;  // Q4_0 packed as q4_0x8 (ops/quant/packed.h)
     int64_t n, k, matrix_bytes, copies;
     BigBuffer bytes;
 
     const uint8_t* copy(int64_t i) const { return bytes.data() + (i % copies) * matrix_bytes; }
 };
 
-const WeightPool& weight_pool(DType type, int64_t n, int64_t k) {
+const WeightPool& weight_pool(DType type, int64_t n, int64_t k, bool packed) {
     static std::unique_ptr<WeightPool> pool;
-    if (pool && pool->type == type && pool->n == n && pool->k == k) return *pool;
+    if (pool && pool->type == type && pool->packed == packed && pool->n == n && pool->k == k) return *pool;
     pool.reset();  // free the previous GiB before taking the next
     const int64_t matrix_bytes = n * row_bytes(type, k);
     const int64_t copies = std::max<int64_t>(2, ceil_div(kBeyondCacheBytes, matrix_bytes));
     pool = std::make_unique<WeightPool>(
-        WeightPool{type, n, k, matrix_bytes, copies, BigBuffer(copies * matrix_bytes)});
+        WeightPool{type, packed, n, k, matrix_bytes, copies, BigBuffer(copies * matrix_bytes)});
     FastRandom rng{0x9e3779b97f4a7c15ull};
     std::vector<float> row(static_cast<size_t>(k));
     for (int64_t r = 0; r < n; ++r) {
         for (float& v : row) v = rng.next();
         ops::quant_traits(type)->quantize_row(row.data(), pool->bytes.data() + r * row_bytes(type, k), k);
+    }
+    if (packed) {
+        std::vector<uint8_t> rows(pool->bytes.data(), pool->bytes.data() + matrix_bytes);
+        ops::pack_q4_0x8(rows.data(), pool->bytes.data(), n, k);
     }
     for (int64_t c = 1; c < copies; ++c)
         std::memcpy(pool->bytes.data() + c * matrix_bytes, pool->bytes.data(), size_t(matrix_bytes));
@@ -92,12 +101,14 @@ TensorRef ref(DType type, int64_t rows, int64_t cols, void* data) {
 }
 
 void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_t n_tokens, Variant variant) {
-    const WeightPool& pool = weight_pool(type, n, k);
+    const bool packed = variant == Variant::Packed2;
+    const WeightPool& pool = weight_pool(type, n, k, packed);
     const bool quantized = type != DType::F32 && type != DType::F16;
     // The quantized types run the one traits-driven matmul; "scalar" gives it the scalar traits row.
     ops::QuantTraits traits = *ops::quant_traits_at(
         type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
     if (variant == Variant::PerToken1) traits.gemm = nullptr;
+    if (packed) traits.gemm = ops::avx2::gemm_lanes_q4_0x8_q8_0;
     const ops::QuantTraits& act_traits = *ops::quant_traits_at(
         traits.vec_dot_type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
     std::vector<float> x(static_cast<size_t>(n_tokens * k)), y(static_cast<size_t>(n_tokens * n));
@@ -119,16 +130,20 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
         if (!quantized) return ops::kMatmulF32Op.run.at(f32_path)(args, begin, end);
         ops::matmul_quant_run_with(args, begin, end, traits);
     };
-    tbb::task_arena arena(variant == Variant::Simd2 ? 2 : 1);
+    const bool two = variant == Variant::Simd2 || packed;
+    tbb::task_arena arena(two ? 2 : 1);
     int64_t iteration = 0;
     for (auto _ : state) {
         args.in[1].data = const_cast<uint8_t*>(pool.copy(iteration++));
         // The activations are quantized once per call, inside the timing, as the op's prepare does.
         if (quantized) ops::matmul_quant_prepare_with(args, 0, n_tokens, traits, act_traits);
-        if (variant == Variant::Simd2)
+        if (two)
             arena.execute([&] {
-                tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 64),
-                                  [&](const tbb::blocked_range<int64_t>& r) { run(r.begin(), r.end()); });
+                // In units of 8 rows, so that a packed group is never cut (the others split alike).
+                tbb::parallel_for(tbb::blocked_range<int64_t>(0, (n + 7) / 8, 8),
+                                  [&](const tbb::blocked_range<int64_t>& r) {
+                                      run(8 * r.begin(), std::min(n, 8 * r.end()));
+                                  });
             });
         else
             run(0, n);
@@ -141,10 +156,10 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
         benchmark::Counter(2.0 * double(n_tokens * n * k) * iters, benchmark::Counter::kIsRate);
     const std::string path = variant == Variant::Scalar ? "scalar"
                              : quantized ? std::string(ops::simd_level_name(ops::active_simd_level())) +
-                                               (traits.gemm ? "+gemm" : "")
+                                               (traits.gemm ? packed ? "+gemm q4_0x8" : "+gemm" : "")
                                          : ops::simd_level_name(f32_path);
-    state.SetLabel(path + " x" + std::to_string(variant == Variant::Simd2 ? 2 : 1) + ", " +
-                   std::to_string(pool.copies) + " weight copies");
+    state.SetLabel(path + " x" + std::to_string(two ? 2 : 1) + ", " + std::to_string(pool.copies) +
+                   " weight copies");
 }
 
 // Llama shapes (N, K): attention and output projections of a 2048-wide model (TinyLlama-1.1B), its
@@ -172,6 +187,16 @@ const int registered = [] {
                         ->MinTime(0.1)
                         ->Unit(benchmark::kMillisecond);
                 }
+            // Q4_0 packed at load (AVX2 level), after the shape's other variants: its own weight pool.
+            if (type != DType::Q4_0 || ops::active_simd_level() != ops::SimdLevel::Avx2) continue;
+            for (int64_t t : token_counts) {
+                const std::string name = "matmul/q4_0/" + std::to_string(n) + "x" + std::to_string(k) + "/T" +
+                                         std::to_string(t) + "/packed_2t";
+                benchmark::RegisterBenchmark(name.c_str(), BM_matmul, type, n, k, t, Variant::Packed2)
+                    ->UseRealTime()
+                    ->MinTime(0.1)
+                    ->Unit(benchmark::kMillisecond);
+            }
         }
     return 0;
 }();

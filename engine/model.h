@@ -23,6 +23,8 @@ class Model {
     // throws GgufError/GraphError/PlanError. No graph_path: the shipped graph of the file's
     // general.architecture (graph_path_for). With a pipeline of more than one rank (engine/pipeline.h)
     // the graph is this rank's stage (graph/stages.h), and rank 0 has every other rank load it too.
+    // Weights the CPU's GEMMs read faster in another layout are repacked (graph/repack.h; GRAPHRUN_REPACK=0
+    // keeps every weight as stored).
     static std::shared_ptr<const Model> load(const std::string& model_path, const std::string& graph_path = "",
                                              Pipeline* pipeline = nullptr);
     ~Model();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "graph/limits.h"
+#include "runtime/aligned_buffer.h"
 #include "runtime/gguf.h"
 #include "runtime/kernel.h"
 
@@ -86,6 +87,9 @@ struct GraphState {
 struct GraphWeight {
     std::string name;          // the GGUF tensor actually used
     const GgufTensor* tensor;  // into the mapping
+    // The tensor's rows repacked at load into its type's packed layout (graph/repack.h), or null: plans
+    // at a level with a GEMM for that layout read these bytes, plans at any other level the mapping.
+    std::shared_ptr<const AlignedBuffer> packed = nullptr;
 };
 
 struct GraphNode {

@@ -74,7 +74,8 @@ struct Plan {
     int64_t arena_bytes = 0;          // peak: the arena every intermediate fits in
     int64_t naive_bytes = 0;          // the sum of all intermediates, as if nothing were reused
     int64_t state_bytes = 0;          // the sum of the state tensors (the KV cache)
-    int64_t weight_bytes = 0;         // bytes of the mapped weights the plan reads
+    int64_t weight_bytes = 0;         // bytes of the weights the plan reads
+    int64_t packed_weight_bytes = 0;  // of those, repacked at load (TensorDesc::layout), not mapped
 };
 
 // Plans `graph` for one batch shape. Throws ops::PlanError naming the node on any shape, dtype or

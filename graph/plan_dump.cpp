@@ -18,7 +18,10 @@ std::string with_commas(int64_t n) {
     return out;
 }
 
+// "weight", "weight(q4_0x8)" for one repacked at load, "state", "intermediate@4096".
 std::string where(const PlanTensor& t) {
+    if (t.kind == PlanTensor::Kind::Weight && t.desc.layout)
+        return std::string(plan_tensor_kind_name(t.kind)) + "(" + t.desc.layout + ")";
     if (t.kind == PlanTensor::Kind::Weight || t.kind == PlanTensor::Kind::State)
         return plan_tensor_kind_name(t.kind);
     return std::string(plan_tensor_kind_name(t.kind)) + "@" + std::to_string(t.offset);
@@ -179,7 +182,10 @@ std::string dump_plan_text(const Plan& plan, const Graph& graph) {
     out += "  KV cache (state) " + with_commas(plan.state_bytes) + " bytes (" +
            std::to_string(plan.state_tensors.size()) + " tensors of " +
            std::to_string(plan.shape.kv_blocks * kKvBlockSize) + " positions, f16)\n";
-    out += "  weights mapped   " + with_commas(plan.weight_bytes) + " bytes\n";
+    out += "  weights mapped   " + with_commas(plan.weight_bytes - plan.packed_weight_bytes) + " bytes\n";
+    if (plan.packed_weight_bytes)
+        out += "  weights repacked " + with_commas(plan.packed_weight_bytes) +
+               " bytes (at load, for this level's GEMMs; the mapped pages released)\n";
     return out;
 }
 
@@ -196,6 +202,7 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
             j["offset"] = t.offset;
             j["lifetime"] = {t.first_step, t.last_step};
         }
+        if (t.desc.layout) j["layout"] = t.desc.layout;
         if (t.reuses >= 0) j["in_place_of"] = plan.tensors[t.reuses].name;
         return j;
     };
@@ -257,7 +264,8 @@ std::string dump_plan_json(const Plan& plan, const Graph& graph) {
                    {"block_size", kKvBlockSize},
                    {"table_width", plan.shape.table_width},
                    {"tensors", plan.state_tensors.size()}}},
-                 {"weight_bytes", plan.weight_bytes}};
+                 {"weight_bytes", plan.weight_bytes},
+                 {"packed_weight_bytes", plan.packed_weight_bytes}};
     if (graph.stage) {
         const GraphStage& st = *graph.stage;
         root["stage"] = {{"rank", st.rank},

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "graph/plan.h"
+#include "ops/quant/traits.h"
 #include "runtime/checked_math.h"
 
 namespace graphrun::graph {
@@ -123,7 +124,8 @@ void check_state_inputs(const Plan& plan, const Graph& graph, const PlanStep& st
 void check_logits(const Plan& plan, const Graph& graph) {
     const PlanTensor& t = plan.tensors[size_t(plan.output_tensors.at(0))];
     if (graph.stage && !graph.stage->last()) {  // its one output is what it sends: (n_tokens, width)
-        if (t.desc.dtype == DType::F32 && t.desc.shape.size() == 2 && t.desc.shape[0] == plan.n_tokens) return;
+        if (t.desc.dtype == DType::F32 && t.desc.shape.size() == 2 && t.desc.shape[0] == plan.n_tokens)
+            return;
         throw ops::PlanError("[plan] stage " + std::to_string(graph.stage->rank) + " sends " + t.desc.str() +
                              "; a stage sends f32 (n_tokens, width)");
     }
@@ -146,10 +148,10 @@ ops::TensorDesc infer_node(const GraphNode& node, const ops::NodeInfo& info, con
         kernel = &ops::choose_kernel(info);
         const int n = int(info.inputs.size()), min = kernel->n_inputs, max = min + kernel->n_optional_inputs;
         if (n < min || n > max)
-            throw ops::PlanError(info, "expects " + std::to_string(min) +
-                                           (max == min ? "" : (max == min + 1 ? " or " : " to ") + std::to_string(max)) +
-                                           " inputs, got " +
-                                           std::to_string(n));
+            throw ops::PlanError(
+                info, "expects " + std::to_string(min) +
+                          (max == min ? "" : (max == min + 1 ? " or " : " to ") + std::to_string(max)) +
+                          " inputs, got " + std::to_string(n));
         check_state();
         return kernel->infer(info);
     } catch (const ops::PlanError& e) {
@@ -222,9 +224,18 @@ int tensor_of(Plan& plan, const Graph& graph, ValueTensors& values, const ValueR
     }
     int& id = values.weight[ref.index];
     if (id < 0) {
-        const GgufTensor& w = *graph.weights[ref.index].tensor;
+        const GraphWeight& gw = graph.weights[ref.index];
+        const GgufTensor& w = *gw.tensor;
         PlanTensor t{w.name, {w.type, w.shape()}, PlanTensor::Kind::Weight};
         t.weight_data = w.data;
+        // Repacked at load: read where this plan's level has the GEMM of the layout, else as stored.
+        const ops::QuantTraits* tr = gw.packed ? ops::quant_traits_at(w.type, plan.simd) : nullptr;
+        if (tr && tr->packed_gemm) {
+            t.weight_data = gw.packed->data();
+            t.desc.layout = tr->packed_layout;
+            plan.packed_weight_bytes =
+                checked_add(plan.packed_weight_bytes, int64_t(w.nbytes), "weight bytes");
+        }
         id = add_tensor(plan, std::move(t));
         plan.weight_bytes = checked_add(plan.weight_bytes, int64_t(w.nbytes), "weight bytes");
     }
@@ -369,6 +380,7 @@ std::vector<Step> bind_plan(const Plan& plan, uint8_t* arena, const std::vector<
         TensorRef r;
         r.dtype = t.desc.dtype;
         r.rank = int(t.desc.shape.size());
+        r.packed = t.desc.layout != nullptr;
         for (int i = 0; i < r.rank; ++i) r.shape[i] = t.desc.shape[i];
         switch (t.kind) {
             case PlanTensor::Kind::Weight:

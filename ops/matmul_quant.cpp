@@ -9,8 +9,8 @@
 // prepare (work units: tokens) quantizes x into xq; run (work units: weight rows n, i.e. output
 // columns) computes y[t, n] = vec_dot(W[n], xq[t]). Decode is bound by reading W, so every weight
 // row is streamed from memory once per call: rows go in tiles small enough to stay in L2 while
-// all tokens pass over them. A traits row with a gemm (Q8_0, Q4_0, Q4_K; Q8_0 and Q4_0 at AVX-512 too) runs every
-// call through it: tiles of rows × tokens, so each weight block is unpacked once for several tokens.
+// all tokens pass over them. A traits row with a gemm (Q8_0, Q4_0, Q4_K; Q8_0 and Q4_0 at AVX-512 too) runs
+// every call through it: tiles of rows × tokens, so each weight block is unpacked once for several tokens.
 //
 // Invariant (other work builds on it): y[t, n] is the same bits whatever n_tokens is and however the
 // rows are split into ranges. Each output is one vec_dot call, or for types with a four-row kernel,
@@ -70,19 +70,21 @@ void run_rows(const KernelArgs& a, int64_t begin, int64_t end, const QuantTraits
     const auto* wq = static_cast<const uint8_t*>(w.data);
     const auto* xq = static_cast<const uint8_t*>(a.scratch);
     float* y = a.out.as<float>();
-    if (tr.gemm) {
-        tr.gemm({.k = k,
-                 .n_tokens = n_tokens,
-                 .w = wq,
-                 .w_row_bytes = w_row,
-                 .xq = xq,
-                 .xq_row_bytes = xq_row,
-                 .y = y,
-                 .y_stride = n_out,
-                 .x_group_sums = tr.gemm_group_sums ? reinterpret_cast<const int16_t*>(
-                                                          xq + group_sums_offset(n_tokens, xq_row))
-                                                    : nullptr},
-                begin, end);
+    // A weight repacked at load (w.packed) has its own GEMM; the planner packs only where the plan's
+    // level has one, and the executor's ranges (multiples of the grain) start on its groups.
+    if (const GemmFn gemm = w.packed ? tr.packed_gemm : tr.gemm) {
+        gemm({.k = k,
+              .n_tokens = n_tokens,
+              .w = wq,
+              .w_row_bytes = w_row,
+              .xq = xq,
+              .xq_row_bytes = xq_row,
+              .y = y,
+              .y_stride = n_out,
+              .x_group_sums = tr.gemm_group_sums
+                                  ? reinterpret_cast<const int16_t*>(xq + group_sums_offset(n_tokens, xq_row))
+                                  : nullptr},
+             begin, end);
         return;
     }
     for (int64_t n0 = begin; n0 < end; n0 += kRowTile) {
@@ -209,6 +211,16 @@ void reference_with_block_sums(const KernelArgs& a, const std::vector<float>& wf
 // the activation type's reference quantizer and dequantized, products summed in double. This is the
 // value the integer kernels compute up to float rounding of the block scales and sums.
 void matmul_quant_reference(const KernelArgs& a) {
+    if (a.in[1].packed) {  // the same op on the rows as stored
+        const QuantTraits& pt = *quant_traits_at(a.in[1].dtype, SimdLevel::Scalar);
+        const int64_t n_out = a.in[1].dim(0), k = a.in[1].dim(1);
+        std::vector<uint8_t> rows(size_t(n_out * row_bytes(a.in[1].dtype, k)));
+        pt.unpack(a.in[1].data, rows.data(), n_out, k);
+        KernelArgs stored = a;
+        stored.in[1].data = rows.data();
+        stored.in[1].packed = false;
+        return matmul_quant_reference(stored);
+    }
     const TensorRef& w = a.in[1];
     const int64_t k = w.dim(1), n_out = w.dim(0), n_tokens = a.in[0].rows();
     const QuantTraits& wt = *quant_traits_at(w.dtype, SimdLevel::Scalar);
@@ -246,16 +258,19 @@ namespace {
 // leaves `hi` empty, so a plan at `hi` binds (and its dump names) the level below.
 bool runs_other_kernels(DType type, SimdLevel hi, SimdLevel lo) {
     const QuantTraits &h = *quant_traits_at(type, hi), &l = *quant_traits_at(type, lo);
-    return h.vec_dot != l.vec_dot || h.vec_dot4 != l.vec_dot4 || h.gemm != l.gemm;
+    return h.vec_dot != l.vec_dot || h.vec_dot4 != l.vec_dot4 || h.gemm != l.gemm ||
+           h.packed_gemm != l.packed_gemm;
 }
 bool quantizes_otherwise(DType type, SimdLevel hi, SimdLevel lo) {
     const DType act = quant_traits_at(type, lo)->vec_dot_type;
     return quant_traits_at(act, hi)->quantize_row != quant_traits_at(act, lo)->quantize_row;
 }
 
-// "gemm" where the traits of the bound level have one for the weight's type: every call goes through it.
+// "gemm" where the traits of the bound level have one for the weight's type: every call goes through it;
+// "gemm_q4_0x8" for a weight repacked at load, which runs the GEMM of its layout.
 const char* gemm_variant(std::span<const TensorDesc> inputs, SimdLevel level) {
     const QuantTraits* t = inputs.size() == 2 ? quant_traits_at(inputs[1].dtype, level) : nullptr;
+    if (t && inputs[1].layout && t->packed_gemm) return t->packed_variant;
     return t && t->gemm ? "gemm" : nullptr;
 }
 

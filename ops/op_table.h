@@ -22,6 +22,10 @@ namespace graphrun::ops {
 struct TensorDesc {
     DType dtype = DType::F32;
     std::vector<int64_t> shape;
+    // nullptr: the bytes as the file stores them; else the layout a weight was repacked into at load
+    // ("q4_0x8", ops/quant/packed.h): same shape, same bytes, other order. Only a kernel whose traits
+    // name that layout (QuantTraits::packed_layout) is given such a tensor.
+    const char* layout = nullptr;
 
     int64_t n_elements() const;
     int64_t nbytes() const;   // row_bytes of the innermost dimension times the other dimensions

@@ -114,6 +114,10 @@ public:
 
     const std::vector<GgufTensor>& tensors() const { return tensors_; }
     const GgufTensor* find_tensor(std::string_view name) const;
+    // The mapped pages that lie wholly inside the tensor's bytes, given back to the system (a weight
+    // repacked at load is read elsewhere). The bytes stay readable: reading them again maps them
+    // again from the file. Returns the bytes released.
+    uint64_t release_pages(const GgufTensor& tensor) const;
 
 private:
     GgufFile() = default;

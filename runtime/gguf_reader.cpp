@@ -229,8 +229,8 @@ class GgufReader {
         // Any type whose block layout is known is read; whether it can run is the planner's question.
         const std::optional<DType> type = dtype_from_ggml(ggml_type);
         if (!type)
-            c_.fail(item + " has type " + ggml_type_name(ggml_type) + " (ggml type id " + std::to_string(ggml_type) +
-                        "), whose block layout graphrun does not know",
+            c_.fail(item + " has type " + ggml_type_name(ggml_type) + " (ggml type id " +
+                        std::to_string(ggml_type) + "), whose block layout graphrun does not know",
                     type_at);
         t.type = *type;
         const DTypeTraits& traits = dtype_traits(t.type);
@@ -326,6 +326,17 @@ std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
 
 GgufFile::~GgufFile() {
     if (map_) ::munmap(const_cast<uint8_t*>(map_), size_);
+}
+
+uint64_t GgufFile::release_pages(const GgufTensor& tensor) const {
+    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(tensor.data), end = begin + tensor.nbytes;
+    const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+    if (last <= first) return 0;
+    // MADV_DONTNEED on a private read-only file mapping drops our page table entries only; a failure
+    // just leaves the pages mapped.
+    if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
+    return last - first;
 }
 
 uint64_t GgufFile::tensor_bytes() const {

@@ -28,6 +28,7 @@ struct TensorRef {
     int rank = 0;
     std::array<int64_t, kMaxRank> shape{};
     void* data = nullptr;
+    bool packed = false;  // a weight repacked at load (TensorDesc::layout), not its rows as stored
 
     int64_t dim(int i) const { return shape[i < 0 ? rank + i : i]; }
     int64_t cols() const { return rank ? shape[rank - 1] : 1; }  // innermost dimension

@@ -88,6 +88,9 @@ float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
 void gemm_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+// The same on Q4_0 packed at load (ops/quant/packed.h: q4_0x8; N % 8 == 0, row ranges start at multiples
+// of 8): the same bits, no transposition.
+void gemm_lanes_q4_0x8_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* x);
 float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* x);
@@ -118,11 +121,6 @@ namespace avx512 {
 void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 }  // namespace avx512
-
-// The traits row of `type` with the kernels of `level` (which the CPU must support), for tests and
-// benchmarks that run one path; quant_traits() is this for active_simd_level().
-// nullptr where quant_traits(type) is.
-const QuantTraits* quant_traits_at(DType type, SimdLevel level);
 
 // The matmul op's row loop (ops/matmul_quant.cpp) with a given traits row, whose gemm (or, without
 // one, vec_dot / vec_dot4) it uses: same args, work units and scratch contract as the op's run. Tests and

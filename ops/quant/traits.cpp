@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/quant/kernels.h"
+#include "ops/quant/packed.h"
 
 namespace graphrun::ops {
 
@@ -57,6 +58,13 @@ struct TypeRow {
     GroupSumsFn group_sums = nullptr;
     int min_offset = -1;
     std::optional<DType> short_row_fallback{};  // none: the type itself
+    // Repacked at load (ops/quant/packed.h): the GEMM on the packed layout, bound at a level only where
+    // it replaces that level's own `gemm` (the same level of the PerLevel).
+    PerLevel<GemmFn> packed_gemm{};
+    PackFn pack = nullptr, unpack = nullptr;
+    const char* packed_layout = nullptr;
+    const char* packed_variant = nullptr;  // the matmul's path in a plan dump
+    int packed_rows = 0;
 };
 
 // Weights are quantized with ggml's reference rounding at every level (a file must not depend on the
@@ -84,7 +92,13 @@ const TypeRow kRows[] = {
      .vec_dot = {scalar::vec_dot_q4_0_q8_0, avx2::vec_dot_q4_0_q8_0},
      .matmul_kernel = "matmul_q4_0",
      .gemm = {.avx2 = avx2::gemm_lanes_q4_0_q8_0, .avx512 = avx512::gemm_lanes_q4_0_q8_0},
-     .gemm_group_sums = true},
+     .gemm_group_sums = true,
+     .packed_gemm = {.avx2 = avx2::gemm_lanes_q4_0x8_q8_0},
+     .pack = pack_q4_0x8,
+     .unpack = unpack_q4_0x8,
+     .packed_layout = "q4_0x8",
+     .packed_variant = "gemm_q4_0x8",
+     .packed_rows = kQ4_0x8Rows},
     {.type = DType::Q4_1,
      .vec_dot_type = DType::Q8_1,
      .quantize = {quantize_as<block_q4_1, quantize_row_q4_1_ref>},
@@ -172,7 +186,17 @@ struct Table {
                        r.gemm_group_sums,
                        r.group_sums,
                        r.min_offset,
-                       r.short_row_fallback.value_or(r.type)};
+                       r.short_row_fallback.value_or(r.type),
+                       r.pack,
+                       r.unpack,
+                       r.packed_layout,
+                       r.packed_variant,
+                       r.packed_rows,
+                       nullptr};
+            QuantTraits& t = rows[i];
+            if (r.packed_gemm && r.gemm && level != SimdLevel::Scalar &&
+                r.packed_gemm.level_of(level) == r.gemm.level_of(level))
+                t.packed_gemm = r.packed_gemm.at(level);
             by_type[size_t(r.type)] = &rows[i];
         }
     }

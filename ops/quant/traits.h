@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "ops/cpu.h"
 #include "ops/quant/blocks.h"
 #include "runtime/dtype.h"
 
@@ -27,7 +28,8 @@ using VecDot4Fn = void (*)(int64_t n, const void* w, int64_t w_stride, const voi
 
 // A tiled matmul over weight rows [row_begin, row_end) and every token: each weight block loaded
 // serves several tokens (prompts, batched decode). Q8_0, Q4_0 and Q4_K have one at the AVX2 level. W is
-// as stored in the file (rows of w_row_bytes); xq holds n_tokens activation rows of xq_row_bytes.
+// as stored in the file (rows of w_row_bytes), or for a packed_gemm in its packed layout (the same
+// bytes per row); xq holds n_tokens activation rows of xq_row_bytes.
 struct GemmArgs {
     int64_t k, n_tokens;
     const void* w;
@@ -41,6 +43,8 @@ struct GemmArgs {
     const int16_t* x_group_sums = nullptr;
 };
 using GemmFn = void (*)(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+// Weight rows (n_rows, k) from one layout to another (same bytes, no overlap): ops/quant/packed.h.
+using PackFn = void (*)(const void* from, void* to, int64_t n_rows, int64_t k);
 // A quantized activation row -> the sum of each 32 of its values, out[n / 32].
 using GroupSumsFn = void (*)(const void* row, int16_t* out, int64_t n);
 
@@ -66,12 +70,28 @@ struct QuantTraits {
     // What llama-quantize writes instead when a tensor's rows are not whole blocks of this type
     // (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL); the type itself where it has none.
     DType short_row_fallback;
+    // Weights repacked at load (ops/quant/packed.h): `pack` turns rows (n_rows, k) as stored into
+    // `packed_layout` ("q4_0x8"; same bytes, n_rows a multiple of packed_rows) and `unpack` back, at
+    // every level (plain C++). `packed_gemm` runs on the packed bytes, with row ranges that start on a
+    // group of packed_rows; it is set only at a level whose own `gemm` it replaces (the same level of
+    // the kernels, the same bits), so Q4_0 at AVX-512 keeps its 16-row VNNI GEMM on the rows as
+    // stored. The planner binds packed bytes only where this level has a packed_gemm.
+    PackFn pack;
+    PackFn unpack;
+    const char* packed_layout;   // nullptr: the type is never repacked
+    const char* packed_variant;  // the matmul's path in a plan dump ("gemm_q4_0x8")
+    int packed_rows;
+    GemmFn packed_gemm;
 };
 
 // The traits of `type` at this process's level (ops/cpu.h: active_simd_level), or nullptr for a type
 // graphrun has no kernels for
 // (I32, the i-quants other than IQ4_XS, ...). F32 and F16 have rows (conversions, no vec_dot).
 const QuantTraits* quant_traits(DType type);
+// The traits row of `type` with the kernels of `level` (which the CPU must support), for plans bound at
+// a level, tests and benchmarks that run one path; quant_traits() is this for active_simd_level().
+// nullptr where quant_traits(type) is.
+const QuantTraits* quant_traits_at(DType type, SimdLevel level);
 
 // The weight types a matmul runs, once for every caller: f32, f16 (matmul_f32), then each quantized
 // type whose traits have a vec_dot and name its matmul row, in ggml id order.

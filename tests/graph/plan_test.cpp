@@ -1,13 +1,14 @@
 // tests/graph/plan_test.cpp — the planner: kernel choice, arena smaller than the naive sum, the verifier
 // passing on llama.json at several shapes and catching a deliberately broken plan.
+#include "graph/plan.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "graph/plan.h"
-#include "ops/quant/kernels.h"
 #include "engine/session.h"
+#include "ops/quant/kernels.h"
 #include "tests/common/test_models.h"
 #include "tools/lib/quantize_model.h"
 
@@ -24,9 +25,10 @@ class PlanShapes : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(PlanShapes, VerifierPassesAndArenaBeatsNaiveSum) {
     const Shape s = GetParam();
-    const std::string name = "plan_" + std::to_string(s.embd) + "_" + std::to_string(s.heads) + "_" +
-                             std::to_string(s.kv_heads);
-    auto model = graph::Model::load(testing::random_model_file(testing::spec_of(s.embd, s.layers, s.heads, s.kv_heads, s.ff), name));
+    const std::string name =
+        "plan_" + std::to_string(s.embd) + "_" + std::to_string(s.heads) + "_" + std::to_string(s.kv_heads);
+    auto model = graph::Model::load(
+        testing::random_model_file(testing::spec_of(s.embd, s.layers, s.heads, s.kv_heads, s.ff), name));
     for (int64_t n_tokens : {1, 7, 64}) {
         const int64_t n_outputs = n_tokens == 7 ? 3 : n_tokens;
         graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(n_tokens, n_outputs, 128));
@@ -52,8 +54,8 @@ TEST_P(PlanShapes, VerifierPassesAndArenaBeatsNaiveSum) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, PlanShapes,
-                         ::testing::Values(Shape{16, 2, 4, 2, 48}, Shape{24, 3, 6, 6, 40}, Shape{40, 2, 4, 2, 72},
-                                           Shape{48, 1, 4, 1, 100}),
+                         ::testing::Values(Shape{16, 2, 4, 2, 48}, Shape{24, 3, 6, 6, 40},
+                                           Shape{40, 2, 4, 2, 72}, Shape{48, 1, 4, 1, 100}),
                          [](const auto& info) {
                              const Shape& s = info.param;
                              return "w" + std::to_string(s.embd) + "_h" + std::to_string(s.heads) + "_kv" +
@@ -84,7 +86,8 @@ TEST(Plan, BindsTheKernelsOfItsLevelAndTheDumpNamesThem) {
     auto model = graph::Model::load(q4);
     for (const ops::SimdLevel level : ops::kSimdLevels) {
         if (!ops::simd_level_available(level)) {
-            EXPECT_THROW(graph::make_plan(model->graph(), graph::plan_shape_for(3, 1, 16), level), std::invalid_argument);
+            EXPECT_THROW(graph::make_plan(model->graph(), graph::plan_shape_for(3, 1, 16), level),
+                         std::invalid_argument);
             continue;
         }
         const graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(3, 1, 16), level);
@@ -97,8 +100,8 @@ TEST(Plan, BindsTheKernelsOfItsLevelAndTheDumpNamesThem) {
             state.push_back(state_bytes.back().data());
         }
         auto* base = reinterpret_cast<uint8_t*>(
-            (reinterpret_cast<uintptr_t>(arena.data()) + graph::kArenaAlignment - 1) / graph::kArenaAlignment *
-            graph::kArenaAlignment);
+            (reinterpret_cast<uintptr_t>(arena.data()) + graph::kArenaAlignment - 1) /
+            graph::kArenaAlignment * graph::kArenaAlignment);
         const std::vector<Step> steps = graph::bind_plan(plan, base, state);
         const auto j = nlohmann::json::parse(graph::dump_plan_json(plan, model->graph()));
         ASSERT_EQ(steps.size(), plan.steps.size());
@@ -112,20 +115,28 @@ TEST(Plan, BindsTheKernelsOfItsLevelAndTheDumpNamesThem) {
             const ops::SimdLevel named = op.run.level_of(level);
             EXPECT_EQ(j["steps"][i]["simd"], ops::simd_level_name(named)) << op.name;
             EXPECT_LE(named, level) << op.name;
-            EXPECT_EQ(steps[i].run, op.run.at(named)) << op.name << ": the dump names another kernel than runs";
+            EXPECT_EQ(steps[i].run, op.run.at(named))
+                << op.name << ": the dump names another kernel than runs";
         }
-        // Q4_0's row names the level of its kernel and, where that level's traits have one, the GEMM.
+        // Q4_0's row names the level of its kernel and, where that level's traits have one, the GEMM: the
+        // GEMM of the packed layout where the model was repacked at load for this level (graph/repack.h).
         const std::string text = graph::dump_plan_text(plan, model->graph());
         const ops::OpDef& q4_row = *ops::find_op("matmul_q4_0");
-        const std::string q4 = std::string("matmul_q4_0/") + ops::simd_level_name(q4_row.run.level_of(level)) +
-                               (ops::quant_traits_at(DType::Q4_0, level)->gemm ? "+gemm" : "");
+        const ops::QuantTraits& q4_traits = *ops::quant_traits_at(DType::Q4_0, level);
+        const bool repacked = q4_traits.packed_gemm && ops::quant_traits(DType::Q4_0)->packed_gemm;
+        const std::string q4 = std::string("matmul_q4_0/") +
+                               ops::simd_level_name(q4_row.run.level_of(level)) +
+                               (repacked         ? std::string("+") + q4_traits.packed_variant
+                                : q4_traits.gemm ? "+gemm"
+                                                 : "");
         EXPECT_THAT(text, HasSubstr(q4 + " "));
         EXPECT_THAT(text, HasSubstr(std::string("kernels run at: ") + ops::simd_level_name(level)));
     }
 }
 
 TEST(Plan, VerifierCatchesOverlappingLiveTensors) {
-    auto model = graph::Model::load(testing::random_model_file(testing::spec_of(16, 2, 4, 2, 48), "plan_broken"));
+    auto model =
+        graph::Model::load(testing::random_model_file(testing::spec_of(16, 2, 4, 2, 48), "plan_broken"));
     graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(5, 1, 32));
     // q and k are both alive while attention runs; put k on top of q.
     auto find = [&](const std::string& name) {
@@ -168,7 +179,8 @@ TEST(Plan, AllocatorReusesFreedGapsAndKeepsLiveOnesApart) {
 }
 
 TEST(Plan, JsonDumpHasTheContractFields) {
-    auto model = graph::Model::load(testing::random_model_file(testing::spec_of(16, 2, 4, 2, 48), "plan_json"));
+    auto model =
+        graph::Model::load(testing::random_model_file(testing::spec_of(16, 2, 4, 2, 48), "plan_json"));
     graph::Plan plan = graph::make_plan(model->graph(), graph::plan_shape_for(4, 2, 64, 3));
     auto j = nlohmann::json::parse(graph::dump_plan_json(plan, model->graph()));
     EXPECT_EQ(j["steps"].size(), plan.steps.size());
@@ -190,9 +202,10 @@ TEST(Plan, JsonDumpHasTheContractFields) {
     EXPECT_EQ(j["state"][1]["written_by"], nlohmann::json::parse("[\"blk.0.v_stored\"]"));
     EXPECT_EQ(j["state"][1]["read_by"], nlohmann::json::parse("[\"blk.0.attn\"]"));
     const std::string text = graph::dump_plan_text(plan, model->graph());
-    EXPECT_THAT(text, AllOf(HasSubstr("matmul_f32"), HasSubstr("arena peak"), HasSubstr("KV cache (state) 12,288 bytes"),
-                            HasSubstr("blk.1.k_cache       f16 (192, 8)"),
-                            HasSubstr("written by blk.1.k_stored, read by blk.1.attn"), HasSubstr("weights mapped")));
+    EXPECT_THAT(
+        text, AllOf(HasSubstr("matmul_f32"), HasSubstr("arena peak"),
+                    HasSubstr("KV cache (state) 12,288 bytes"), HasSubstr("blk.1.k_cache       f16 (192, 8)"),
+                    HasSubstr("written by blk.1.k_stored, read by blk.1.attn"), HasSubstr("weights mapped")));
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 
 #include "ops/quant/avx2/util.h"
 #include "ops/quant/kernels.h"
+#include "ops/quant/packed.h"
 
 namespace graphrun::ops {
 
@@ -48,8 +49,48 @@ constexpr int kTokens = 4;          // tokens per prompt micro-tile
 constexpr int kFewTokens = 8;       // calls of up to this many tokens run all in registers
 constexpr int kChunkBytes = 16384;  // the blocks transposed at once: 16 KiB of lanes on the stack
 
-// Per weight type: transpose() lays block b of 8 rows out as kVectors lane vectors; dots() takes them
-// and one activation block to the 8 rows' exact integer block dots.
+// A group of 8 weight rows: as stored, rows[r] is row r (rows past the range repeat a valid row, computed,
+// not stored); packed (Q4_0 as q4_0x8, ops/quant/packed.h), rows[0] is the group's first byte.
+struct Group {
+    const uint8_t* rows[kRows];
+    int n_rows;
+    int64_t row0;
+};
+
+template <typename Block>
+GR_AVX2 inline const Block* row_blocks(const Group& g, int r) {
+    return reinterpret_cast<const Block*>(g.rows[r]);
+}
+
+// The 8 rows' fp16 scales of block b as floats, rows as stored.
+template <typename Block>
+GR_AVX2 inline __m256 stored_scales(const Group& g, int64_t b) {
+    const Block* w[kRows];
+    for (int r = 0; r < kRows; ++r) w[r] = row_blocks<Block>(g, r);
+    return row_scales8(w, b);
+}
+
+// Rows as stored: the next group's lines of blocks b and b + 1, asked for at every other block.
+template <typename Block>
+GR_AVX2 inline void prefetch_stored(const Group& g, int64_t b, int64_t next) {
+    if (b & 1) return;
+    for (int r = 0; r < kRows; ++r)
+        _mm_prefetch(reinterpret_cast<const char*>(row_blocks<Block>(g, r) + b) + next, _MM_HINT_T0);
+}
+
+// Q4_0's 4 vectors of packed bytes u[s] (lane r: row r's bytes 4s .. 4s + 3) -> its 8 lane vectors: step s
+// from the low nibbles, step s + 4 from the high ones.
+GR_AVX2 inline void split_nibbles(const __m256i u[4], __m256i v[8]) {
+    const __m256i low = _mm256_set1_epi8(0x0f);
+    for (int s = 0; s < 4; ++s) {
+        v[s] = _mm256_and_si256(u[s], low);
+        v[s + 4] = _mm256_and_si256(_mm256_srli_epi16(u[s], 4), low);
+    }
+}
+
+// Per weight type and layout: lanes() lays block b of the group's 8 rows out as kVectors lane vectors,
+// scales() gives their 8 scales, prefetch() asks for the next group's bytes (`next` bytes on); dots()
+// takes the lane vectors and one activation block to the 8 rows' exact integer block dots.
 struct Q4Lanes {
     using Block = block_q4_0;
     static constexpr bool kZeroPoint = true;
@@ -58,17 +99,19 @@ struct Q4Lanes {
     // and the spills cost more than transposing the blocks a second time: 8 tokens run as 4 + 4
     // (whole-process 0.90x at 8-token passes; 6 or 7 tokens are faster in one pass; docs/performance.md).
     static constexpr int kRegisterTokens = 7;
+    static constexpr bool kPacked = false;
     // Byte i of a Q4_0 block holds weight i (low nibble) and weight i + 16 (high nibble): dword s of the
     // packed bytes gives the weights of steps s (low) and s + 4 (high).
-    GR_AVX2 static void transpose(const block_q4_0* const w[kRows], int64_t b, __m256i v[kVectors]) {
+    GR_AVX2 static void lanes(const Group& g, int64_t b, __m256i v[kVectors]) {
         __m256i p[4], u[4];
-        for (int r = 0; r < 4; ++r) p[r] = load16x2(w[r][b].qs, w[r + 4][b].qs);
+        for (int r = 0; r < 4; ++r)
+            p[r] = load16x2(row_blocks<Block>(g, r)[b].qs, row_blocks<Block>(g, r + 4)[b].qs);
         transpose4(p, u);
-        const __m256i low = _mm256_set1_epi8(0x0f);
-        for (int s = 0; s < 4; ++s) {
-            v[s] = _mm256_and_si256(u[s], low);
-            v[s + 4] = _mm256_and_si256(_mm256_srli_epi16(u[s], 4), low);
-        }
+        split_nibbles(u, v);
+    }
+    GR_AVX2 static __m256 scales(const Group& g, int64_t b) { return stored_scales<Block>(g, b); }
+    GR_AVX2 static void prefetch(const Group& g, int64_t b, int64_t next) {
+        prefetch_stored<Block>(g, b, next);
     }
     // sum over the block of nibble · x, per lane (the zero point is taken off by the caller).
     GR_AVX2 static __m256i dots(const __m256i v[kVectors], const int8_t* x) {
@@ -84,13 +127,20 @@ struct Q8Lanes {
     static constexpr bool kZeroPoint = false;
     static constexpr int kVectors = 2 * kSteps;         // the weights' 8 lane vectors, then their magnitudes
     static constexpr int kRegisterTokens = kFewTokens;  // its transposition costs more than the spills
-    GR_AVX2 static void transpose(const block_q8_0* const w[kRows], int64_t b, __m256i v[kVectors]) {
+    static constexpr bool kPacked = false;
+    GR_AVX2 static void lanes(const Group& g, int64_t b, __m256i v[kVectors]) {
+        const Block* w[kRows];
+        for (int r = 0; r < kRows; ++r) w[r] = row_blocks<Block>(g, r);
         __m256i p[4];
         for (int r = 0; r < 4; ++r) p[r] = load16x2(w[r][b].qs, w[r + 4][b].qs);
         transpose4(p, v);  // weights 0..15: steps 0..3
         for (int r = 0; r < 4; ++r) p[r] = load16x2(w[r][b].qs + 16, w[r + 4][b].qs + 16);
         transpose4(p, v + 4);  // weights 16..31: steps 4..7
         for (int s = 0; s < kSteps; ++s) v[kSteps + s] = _mm256_sign_epi8(v[s], v[s]);
+    }
+    GR_AVX2 static __m256 scales(const Group& g, int64_t b) { return stored_scales<Block>(g, b); }
+    GR_AVX2 static void prefetch(const Group& g, int64_t b, int64_t next) {
+        prefetch_stored<Block>(g, b, next);
     }
     // |w| · (x with w's sign): unsigned · signed for maddubs.
     GR_AVX2 static __m256i dots(const __m256i v[kVectors], const int8_t* x) {
@@ -104,10 +154,28 @@ struct Q8Lanes {
     }
 };
 
-struct Group {
-    const uint8_t* rows[kRows];  // rows past the range repeat a valid row (computed, not stored)
-    int n_rows;
-    int64_t row0;
+// Q4_0 packed at load (q4_0x8): block b of the group is 144 bytes at rows[0] + 144 b, the 8 scales and
+// then the 4 vectors u[s] that Q4Lanes builds by transposing, so nothing is transposed.
+struct Q4x8Lanes : Q4Lanes {
+    static constexpr bool kPacked = true;
+    GR_AVX2 static const uint8_t* block(const Group& g, int64_t b) {
+        return g.rows[0] + b * kQ4_0x8BlockBytes;
+    }
+    GR_AVX2 static void lanes(const Group& g, int64_t b, __m256i v[kVectors]) {
+        __m256i u[4];
+        for (int s = 0; s < 4; ++s)
+            u[s] = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(block(g, b) + kQ4_0x8QuantOffset + 32 * s));
+        split_nibbles(u, v);
+    }
+    GR_AVX2 static __m256 scales(const Group& g, int64_t b) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block(g, b))));
+    }
+    // The next group's 3 lines of this block: the group is one stream of 144-byte blocks.
+    GR_AVX2 static void prefetch(const Group& g, int64_t b, int64_t next) {
+        const char* p = reinterpret_cast<const char*>(block(g, b)) + next;
+        for (int line = 0; line < 3; ++line) _mm_prefetch(p + 64 * line, _MM_HINT_T0);
+    }
 };
 
 GR_AVX2 inline void store_rows(const GemmArgs& a, const Group& g, int64_t t, __m256 acc) {
@@ -138,8 +206,6 @@ template <typename L, int NT>
 GR_AVX2 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, bool prefetch_next) {
     const float* f16 = fp16_to_f32_table();
     const int64_t nb = a.k / kQK;
-    const typename L::Block* w[kRows];
-    for (int r = 0; r < kRows; ++r) w[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
     const block_q8_0* x[NT];
     const int16_t* xsum[NT];  // each token's block sums of x (Q4_0's zero point)
     for (int i = 0; i < NT; ++i) {
@@ -151,12 +217,10 @@ GR_AVX2 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, boo
     __m256 acc[NT];
     for (int i = 0; i < NT; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        if (next && (b & 1) == 0)
-            for (int r = 0; r < kRows; ++r)
-                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
+        if (next) L::prefetch(g, b, next);
         __m256i v[L::kVectors];
-        L::transpose(w, b, v);
-        const __m256 dw_b = row_scales8(w, b);
+        L::lanes(g, b, v);
+        const __m256 dw_b = L::scales(g, b);
         for (int i = 0; i < NT; ++i)
             acc[i] = add_block<L>(acc[i], v, dw_b, x[i][b], L::kZeroPoint ? xsum[i][b] : 0, f16);
     }
@@ -231,18 +295,17 @@ GR_AVX2 void gemm(const GemmArgs& a, int64_t row_begin, int64_t row_end) {
     const auto* w = static_cast<const uint8_t*>(a.w);
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
         Group g{.rows = {}, .n_rows = int(std::min<int64_t>(kRows, row_end - r0)), .row0 = r0};
-        for (int r = 0; r < kRows; ++r) g.rows[r] = w + (r0 + std::min(r, g.n_rows - 1)) * a.w_row_bytes;
-        const typename L::Block* rows[kRows];
-        for (int r = 0; r < kRows; ++r) rows[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
+        for (int r = 0; r < kRows; ++r)
+            g.rows[r] = w + (r0 + (L::kPacked ? 0 : std::min(r, g.n_rows - 1))) * a.w_row_bytes;
         for (int64_t b0 = 0; prompt_tokens > 0 && b0 < nb; b0 += kChunk) {
             const int64_t b1 = std::min<int64_t>(nb, b0 + kChunk);
             for (int64_t b = b0; b < b1; ++b) {
                 __m256i v[L::kVectors];
-                L::transpose(rows, b, v);
+                L::lanes(g, b, v);
                 for (int s = 0; s < L::kVectors; ++s)
                     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes + ((b - b0) * L::kVectors + s) * 8),
                                        v[s]);
-                _mm256_store_ps(dw + (b - b0) * 8, row_scales8(rows, b));
+                _mm256_store_ps(dw + (b - b0) * 8, L::scales(g, b));
             }
             for (int64_t t = 0; t < prompt_tokens; t += kTokens) group_tokens<L>(a, g, t, b0, b1, lanes, dw);
         }
@@ -265,6 +328,9 @@ void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_e
 }
 void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
     gemm<Q4Lanes>(args, row_begin, row_end);
+}
+void gemm_lanes_q4_0x8_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
+    gemm<Q4x8Lanes>(args, row_begin, row_end);
 }
 
 }  // namespace avx2
