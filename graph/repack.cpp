@@ -46,7 +46,8 @@ RepackStats repack_weights(Graph& graph, const GgufFile& file) {
         const std::vector<int64_t> shape = t.shape();
         if (shape.size() != 2 || shape[0] % tr->packed_rows != 0) continue;
         const int64_t n_rows = shape[0], k = shape[1], row = row_bytes(t.type, k);
-        auto packed = std::make_shared<AlignedBuffer>(int64_t(t.nbytes), 64);
+        // Uninitialised: the groups below write every byte.
+        auto packed = std::make_shared<AlignedBuffer>(int64_t(t.nbytes), 64, AlignedBuffer::Uninitialised{});
         // Groups of packed_rows rows are packed independently: a few groups per task.
         const int64_t group = tr->packed_rows, n_groups = n_rows / group;
         tbb::parallel_for(
