@@ -35,8 +35,7 @@ bool repack_enabled() {
     return !(v && std::strcmp(v, "0") == 0);
 }
 
-RepackStats repack_weights(Graph& graph, const GgufFile& file) {
-    RepackStats stats;
+void repack_weights(Graph& graph, const GgufFile& file) {
     const std::vector<bool> matmul_only = matmul_only_weights(graph);
     for (size_t i = 0; i < graph.weights.size(); ++i) {
         GraphWeight& gw = graph.weights[i];
@@ -57,10 +56,7 @@ RepackStats repack_weights(Graph& graph, const GgufFile& file) {
             });
         gw.packed = std::move(packed);
         file.release_pages(t);
-        ++stats.tensors;
-        stats.bytes += int64_t(t.nbytes);
     }
-    return stats;
 }
 
 }  // namespace graphrun::graph

@@ -15,16 +15,12 @@
 
 namespace graphrun::graph {
 
-struct RepackStats {
-    int tensors = 0;    // weights repacked
-    int64_t bytes = 0;  // their bytes (the same packed as stored)
-};
-
 // Repacks every weight of `graph` that all its readers read as a matmul's weight (input 1; a tied token
 // embedding, also read by the lookup, stays as stored), 2-D, of a type with a packed layout whose GEMM
 // this process's SIMD level runs, and whose rows are whole groups of the layout. Sets
-// GraphWeight::packed and releases the weight's mapped pages in `file`.
-RepackStats repack_weights(Graph& graph, const GgufFile& file);
+// GraphWeight::packed and releases the weight's mapped pages in `file`. The plan counts what was repacked
+// (Plan::packed_weight_bytes).
+void repack_weights(Graph& graph, const GgufFile& file);
 
 // false when the environment sets GRAPHRUN_REPACK=0: every weight read as the file stores it.
 bool repack_enabled();

@@ -116,8 +116,8 @@ public:
     const GgufTensor* find_tensor(std::string_view name) const;
     // The mapped pages that lie wholly inside the tensor's bytes, given back to the system (a weight
     // repacked at load is read elsewhere). The bytes stay readable: reading them again maps them
-    // again from the file. Returns the bytes released.
-    uint64_t release_pages(const GgufTensor& tensor) const;
+    // again from the file.
+    void release_pages(const GgufTensor& tensor) const;
 
 private:
     GgufFile() = default;

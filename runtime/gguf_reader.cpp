@@ -328,15 +328,14 @@ GgufFile::~GgufFile() {
     if (map_) ::munmap(const_cast<uint8_t*>(map_), size_);
 }
 
-uint64_t GgufFile::release_pages(const GgufTensor& tensor) const {
+void GgufFile::release_pages(const GgufTensor& tensor) const {
     const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
     const auto begin = reinterpret_cast<uintptr_t>(tensor.data), end = begin + tensor.nbytes;
     const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
-    if (last <= first) return 0;
+    if (last <= first) return;
     // MADV_DONTNEED on a private read-only file mapping drops our page table entries only; a failure
     // just leaves the pages mapped.
-    if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
-    return last - first;
+    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 uint64_t GgufFile::tensor_bytes() const {
