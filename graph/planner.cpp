@@ -258,6 +258,11 @@ void add_node_step(Plan& plan, const Graph& graph, size_t n, ValueTensors& value
     const int step_index = int(plan.steps.size());
     const ops::TensorDesc out_desc = infer_node(
         node, info, step.op, [&] { check_state_inputs(plan, graph, step, info, values.state_use); });
+    for (size_t i = 0; i < info.inputs.size(); ++i)
+        if (info.inputs[i].layout && step.op->packed_input != int(i))
+            throw std::logic_error("plan: node '" + node.name + "' reads " + info.input_names[i] + " (" +
+                                   info.inputs[i].layout + ") as input " + std::to_string(i) + ", which " +
+                                   step.op->name + " reads as stored");
     if (step.op->writes_state) {
         step.output = values.node[n] = step.inputs[0];  // the state itself, updated in place
     } else {

@@ -8,23 +8,26 @@
 #include <memory>
 #include <vector>
 
+#include "ops/op_table.h"
 #include "ops/quant/traits.h"
 
 namespace graphrun::graph {
 
 namespace {
 
-// Which weights only matmuls read, as their weight: by graph weight index.
-std::vector<bool> matmul_only_weights(const Graph& graph) {
-    std::vector<bool> matmul(graph.weights.size(), false), other(graph.weights.size(), false);
-    for (const GraphNode& node : graph.nodes)
+// Which weights every reader reads as its op's packed input (OpDef::packed_input): by graph weight index.
+std::vector<bool> packable_weights(const Graph& graph) {
+    std::vector<bool> packed(graph.weights.size(), false), other(graph.weights.size(), false);
+    for (const GraphNode& node : graph.nodes) {
+        const ops::OpDef* op = ops::find_graph_op(node.op);
         for (size_t i = 0; i < node.inputs.size(); ++i) {
             const ValueRef& ref = node.inputs[i];
             if (ref.kind != ValueRef::Kind::Weight) continue;
-            (node.op == "matmul" && i == 1 ? matmul : other)[size_t(ref.index)] = true;
+            (op && op->packed_input == int(i) ? packed : other)[size_t(ref.index)] = true;
         }
+    }
     std::vector<bool> only(graph.weights.size());
-    for (size_t w = 0; w < only.size(); ++w) only[w] = matmul[w] && !other[w];
+    for (size_t w = 0; w < only.size(); ++w) only[w] = packed[w] && !other[w];
     return only;
 }
 
@@ -36,12 +39,12 @@ bool repack_enabled() {
 }
 
 void repack_weights(Graph& graph, const GgufFile& file) {
-    const std::vector<bool> matmul_only = matmul_only_weights(graph);
+    const std::vector<bool> packable = packable_weights(graph);
     for (size_t i = 0; i < graph.weights.size(); ++i) {
         GraphWeight& gw = graph.weights[i];
         const GgufTensor& t = *gw.tensor;
         const ops::QuantTraits* tr = ops::quant_traits(t.type);
-        if (!matmul_only[i] || !tr || !tr->packed_gemm || gw.packed) continue;
+        if (!packable[i] || !tr || !tr->packed_gemm || gw.packed) continue;
         const std::vector<int64_t> shape = t.shape();
         if (shape.size() != 2 || shape[0] % tr->packed_rows != 0) continue;
         const int64_t n_rows = shape[0], k = shape[1], row = row_bytes(t.type, k);

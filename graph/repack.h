@@ -15,8 +15,8 @@
 
 namespace graphrun::graph {
 
-// Repacks every weight of `graph` that all its readers read as a matmul's weight (input 1; a tied token
-// embedding, also read by the lookup, stays as stored), 2-D, of a type with a packed layout whose GEMM
+// Repacks every weight of `graph` that all its readers read as their op's packed input (OpDef::packed_input:
+// a matmul's weight; a tied token embedding, also read by the lookup, stays as stored), 2-D, of a type with a packed layout whose GEMM
 // this process's SIMD level runs, and whose rows are whole groups of the layout. Sets
 // GraphWeight::packed and releases the weight's mapped pages in `file`. The plan counts what was repacked
 // (Plan::packed_weight_bytes).

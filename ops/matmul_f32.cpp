@@ -77,8 +77,7 @@ GR_AVX2 inline float hsum8(__m256 v) {
 
 // y[t0..t0+NT, n0..n0+NR] for one tile; x, w, y point at the tile's first row/column.
 template <typename W, int NR, int NT>
-GR_AVX2 void tile_avx2(const MatmulView<W>& m, const float* x, const W* w,
-                                                        float* y) {
+GR_AVX2 void tile_avx2(const MatmulView<W>& m, const float* x, const W* w, float* y) {
     __m256 acc[NR][NT];
     for (int r = 0; r < NR; ++r)
         for (int c = 0; c < NT; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -128,8 +127,7 @@ GR_AVX512 inline __m512 load16(const uint16_t* p) {
 }
 
 template <typename W, int NR, int NT>
-GR_AVX512 void tile_avx512(const MatmulView<W>& m, const float* x, const W* w,
-                                                    float* y) {
+GR_AVX512 void tile_avx512(const MatmulView<W>& m, const float* x, const W* w, float* y) {
     __m512 acc[NR][NT];
     for (int r = 0; r < NR; ++r)
         for (int c = 0; c < NT; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -232,6 +230,7 @@ const OpDef kMatmulF32Op = {
     .name = "matmul_f32",
     .graph_op = "matmul",
     .n_inputs = 2,
+    .packed_input = 1,  // as every kernel of "matmul"; no float type has a packed layout
     .infer = matmul_f32_infer,
     .work_items = matmul_f32_work_items,
     .grain = 16,

@@ -287,6 +287,7 @@ std::span<const OpDef> matmul_quant_rows() {
                 .name = tr->matmul_kernel,
                 .graph_op = "matmul",
                 .n_inputs = 2,
+                .packed_input = 1,
                 .infer = matmul_quant_infer,
                 .scratch_bytes = matmul_quant_scratch_bytes,
                 .work_items = matmul_quant_work_items,

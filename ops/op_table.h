@@ -160,6 +160,10 @@ struct OpDef {
     // in place and its output is that state, not a new tensor; the others only read it.
     uint32_t state_inputs = 0;
     bool writes_state = false;
+    // The input that may be a weight repacked at load into its type's packed layout (graph/repack.h,
+    // TensorDesc::layout), -1 for none. The repack decides before a kernel is chosen, so every kernel of
+    // one graph op declares the same; a kernel is given the layout only where its traits name it.
+    int packed_input = -1;
     std::span<const AttrDecl>
         attrs{};          // what a graph may set; every kernel of one graph op declares the same
     OpParams defaults{};  // the params struct with its default values

@@ -295,7 +295,8 @@ TEST(OpsEmbedding, EveryTypeWithADecoderIsATable) {
         for (size_t i = 0; i < ids.size(); ++i) {
             std::vector<float> want(static_cast<size_t>(n_embd));
             tr->dequantize_row(table.bytes.data() + ids[i] * row_bytes(t.type, n_embd), want.data(), n_embd);
-            for (int64_t j = 0; j < n_embd; ++j) ASSERT_EQ(y[i * size_t(n_embd) + size_t(j)], want[size_t(j)]) << t.name;
+            for (int64_t j = 0; j < n_embd; ++j)
+                ASSERT_EQ(y[i * size_t(n_embd) + size_t(j)], want[size_t(j)]) << t.name;
         }
         ++types;
     }
@@ -351,14 +352,16 @@ OpCall select_call(int64_t n_tokens, int64_t n, const std::vector<int32_t>& rows
 }
 
 TEST(OpsSelectRows, CopiesTheAskedRowsInOrder) {
-    for (const std::vector<int32_t>& rows : std::vector<std::vector<int32_t>>{{6}, {0, 3, 6}, {5, 5, 1, 0, 2, 4, 3}}) {
+    for (const std::vector<int32_t>& rows :
+         std::vector<std::vector<int32_t>>{{6}, {0, 3, 6}, {5, 5, 1, 0, 2, 4, 3}}) {
         const OpCall c = select_call(7, 37, rows);
         expect_kernel_matches_reference("select_rows", c, 0);
         OpCall run = c;
         run_op(op_row("select_rows"), run.args(), true);
         const std::vector<float> x = c.in[0].floats(), y = run.out.floats();
         for (size_t r = 0; r < rows.size(); ++r)
-            for (int i = 0; i < 37; ++i) EXPECT_EQ(y[r * 37 + size_t(i)], x[size_t(rows[r]) * 37 + size_t(i)]);
+            for (int i = 0; i < 37; ++i)
+                EXPECT_EQ(y[r * 37 + size_t(i)], x[size_t(rows[r]) * 37 + size_t(i)]);
     }
 }
 
@@ -374,13 +377,15 @@ TEST(OpsSelectRows, InferRejectsBadInputs) {
 // ---- the table itself ---------------------------------------------------------------------------
 
 // A graph names "matmul"; the planner picks the kernel later, so every kernel of one graph op must
-// accept exactly the attributes the binder checked against the first row.
+// accept exactly the attributes the binder checked against the first row, and take the same input packed
+// (the repack looks at the graph op).
 TEST(OpTable, KernelsOfOneGraphOpDeclareTheSameAttributes) {
     for (const ops::OpDef* row : ops::op_table()) {
         const ops::OpDef* first = ops::find_graph_op(row->op_name());
         ASSERT_NE(first, nullptr) << row->name;
         EXPECT_EQ(row->attrs.data(), first->attrs.data()) << row->name << " vs " << first->name;
         EXPECT_EQ(row->attrs.size(), first->attrs.size()) << row->name;
+        EXPECT_EQ(row->packed_input, first->packed_input) << row->name << " vs " << first->name;
         EXPECT_EQ(row->defaults.empty(), row->attrs.empty())
             << row->name << ": attributes need a defaults struct";
         EXPECT_NE(ops::find_op(row->name), nullptr) << row->name;
