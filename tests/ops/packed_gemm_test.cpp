@@ -1,7 +1,7 @@
 // tests/ops/packed_gemm_test.cpp — Q4_0 packed at load (ops/quant/packed.h: q4_0x8): packing then unpacking
 // gives the rows back byte for byte, and the AVX2 lanes GEMM on the packed rows gives every output the
 // bits of scalar::vec_dot on the rows as stored, for 1..37 tokens, K across the staged chunks and row
-// ranges cut at multiples of 8.
+// ranges cut at multiples of 8; and the op's plain reference reads packed rows as the rows they hold.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -66,6 +66,28 @@ TEST(PackedQ4_0x8, TheGemmOnPackedRowsGivesTheScalarDotsBits) {
         }
     }
     EXPECT_GT(checked, 80);
+}
+
+// matmul_quant_reference on a weight marked packed (TensorRef::packed) unpacks it first: its outputs are
+// the bits of the reference on the rows as stored, which a test against the packed GEMM relies on.
+TEST(PackedQ4_0x8, TheReferenceOnPackedRowsGivesTheStoredRowsBits) {
+    const int64_t n = 16, k = 6 * 32;
+    const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, 21);
+    for (int64_t n_tokens : {1, 3, 8}) {
+        const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3, 22);
+        QuantMatmul stored(DType::Q4_0, n_tokens, n, k, wf, xf), packed(DType::Q4_0, n_tokens, n, k, wf, xf);
+        pack_q4_0x8(stored.w.data(), packed.w.data(), n, k);
+        ASSERT_NE(packed.w, stored.w);
+        packed.args.in[1].packed = true;
+        matmul_quant_reference(stored.args);
+        matmul_quant_reference(packed.args);
+        EXPECT_EQ(std::memcmp(packed.y.data(), stored.y.data(), stored.y.size() * sizeof(float)), 0)
+            << "tokens " << n_tokens;
+        // Read as stored, the packed bytes are other rows: the flag is what the reference follows.
+        packed.args.in[1].packed = false;
+        matmul_quant_reference(packed.args);
+        EXPECT_NE(std::memcmp(packed.y.data(), stored.y.data(), stored.y.size() * sizeof(float)), 0);
+    }
 }
 
 }  // namespace
