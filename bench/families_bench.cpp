@@ -14,8 +14,6 @@
 namespace graphrun::testing {
 namespace {
 
-constexpr double kMinTime = 0.05;
-constexpr int kHeads = 32, kHeadDim = 128;
 constexpr int64_t kWidth = int64_t(kHeads) * kHeadDim;
 
 // q (T, 32 * 128), positions (T) [, factors (64)] -> same shape; mode 0 normal, 1 neox.

@@ -10,6 +10,11 @@
 
 namespace graphrun::testing {
 
+// The least time each benchmark runs, in seconds (--benchmark_min_time=1 for steadier figures).
+constexpr double kMinTime = 0.05;
+// The hand-written per-op benchmarks' layer: Llama-7B sized.
+constexpr int kEmbd = 4096, kHeads = 32, kHeadDim = 128, kFf = 11008;
+
 // The two counters, as rates over the benchmark's iterations.
 inline void report_op_counters(benchmark::State& state, double bytes_per_call, double flops_per_call) {
     const double iters = double(state.iterations());

@@ -21,11 +21,10 @@ namespace graphrun::bench {
 namespace {
 
 using testing::KernelPath;
+using testing::kMinTime;
 using testing::OpCase;
 using testing::OpCoverage;
 using testing::OpShape;
-
-constexpr double kMinTime = 0.05;  // --benchmark_min_time=1 for steadier figures
 
 void BM_op(benchmark::State& state, const ops::OpDef* op, const OpCoverage* coverage, OpShape shape,
            KernelPath path) {

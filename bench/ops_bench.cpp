@@ -14,9 +14,6 @@
 namespace graphrun::testing {
 namespace {
 
-constexpr double kMinTime = 0.05;
-constexpr int kEmbd = 4096, kHeads = 32, kHeadDim = 128, kFf = 11008;
-
 void report(benchmark::State& state, const ops::OpDef& op, const KernelArgs& args, double bytes) {
     report_op_counters(state, bytes, op.flops(args));
 }

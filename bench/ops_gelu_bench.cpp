@@ -12,9 +12,6 @@
 namespace graphrun::testing {
 namespace {
 
-constexpr double kMinTime = 0.05;
-constexpr int64_t kFf = 11008;
-
 // gate (T, 11008) -> gelu(gate) (T, 11008)
 void BM_gelu(benchmark::State& state) {
     const int64_t T = state.range(0);

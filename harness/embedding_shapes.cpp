@@ -36,7 +36,7 @@ double embedding_bytes(const OpCase& c) {
            double(c.call.out.bytes.size());
 }
 
-const bool registered = register_op_coverage({
+const bool embedding_registered = register_op_coverage({
     .row = "embedding",
     .max_nmse = 0,  // the row's decoding, as the reference
     .test_shapes =

@@ -5,7 +5,7 @@
 namespace graphrun::testing {
 namespace {
 
-const bool registered = register_op_coverage({
+const bool gelu_registered = register_op_coverage({
     .row = "gelu",
     // The kernel's x / (1 + exp(-2u)) in float against the tanh formula in double (NMSE near 1e-14).
     .max_nmse = 1e-12,

@@ -5,14 +5,15 @@
 namespace graphrun::testing {
 namespace {
 
-const bool registered = register_op_coverage({
+const bool mul_registered = register_op_coverage({
     .row = "mul",
     .max_nmse = 0,  // one float multiply per element, as the reference
     .test_shapes =
         [] {
             std::vector<OpShape> s;
             for (int64_t t : {1, 3, 7})
-                for (int64_t n : {1, 5, 100}) s.push_back(same_shape_f32({t, n}, 2, uint32_t(7 * t + n), -3, 3));
+                for (int64_t n : {1, 5, 100})
+                    s.push_back(same_shape_f32({t, n}, 2, uint32_t(7 * t + n), -3, 3));
             s.push_back(same_shape_f32({3, 5, 7}, 2, 11, -3, 3));
             s.push_back(same_shape_f32({37}, 2, 12, -3, 3));
             return s;

@@ -21,7 +21,7 @@ OpShape rmsnorm_shape(int64_t n_tokens, int64_t n, int group, uint32_t seed) {
             }};
 }
 
-const bool registered = register_op_coverage({
+const bool rmsnorm_registered = register_op_coverage({
     .row = "rmsnorm",
     // The kernel's partial double sums against one serial sum: double rounding, far below float's.
     .max_nmse = 1e-10,

@@ -28,7 +28,7 @@ OpShape rope_shape(int64_t n_tokens, int n_head, int head_dim, int mode, bool fa
             }};
 }
 
-const bool registered = register_op_coverage({
+const bool rope_registered = register_op_coverage({
     .row = "rope",
     // The kernel does the reference's float arithmetic in another loop order: identical values.
     .max_nmse = 0,

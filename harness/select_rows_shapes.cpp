@@ -21,7 +21,7 @@ double select_rows_bytes(const OpCase& c) {
     return 2.0 * double(c.call.out.bytes.size()) + double(c.call.in[1].bytes.size());
 }
 
-const bool registered = register_op_coverage({
+const bool select_rows_registered = register_op_coverage({
     .row = "select_rows",
     .max_nmse = 0,  // a copy
     .test_shapes =

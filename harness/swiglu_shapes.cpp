@@ -5,7 +5,7 @@
 namespace graphrun::testing {
 namespace {
 
-const bool registered = register_op_coverage({
+const bool swiglu_registered = register_op_coverage({
     .row = "swiglu",
     // expf in float against the reference's: float rounding of the quotient and product only.
     .max_nmse = 1e-10,

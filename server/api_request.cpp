@@ -96,10 +96,6 @@ std::string message_content(const json& content, const std::string& where) {
     return text;
 }
 
-bool listed(std::span<const std::string_view> names, const std::string& name) {
-    return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 // Each field of a message is honoured, accepted without effect (`name`, `refusal`, `annotations`:
 // no chat template graphrun renders shows them) or refused.
 void check_message_fields(const json& m, const std::string& at) {

@@ -20,8 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::chrono::milliseconds kHeartbeat{1000};
-
 bool send_event(httplib::DataSink& sink, const std::string& data) {
     const std::string line = "data: " + data + "\n\n";
     return sink.write(line.data(), line.size());

@@ -114,15 +114,16 @@ std::string allowed_headers(const httplib::Request& req) {
     return headers;
 }
 
+}  // namespace
+
 // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when Debian built the
 // library): a burst of connections past it had their SYNs dropped and waited a second for the
-// client's retry. Linux takes a second listen() on the socket as a new backlog.
-class Listener : public httplib::Server {
+// client's retry. Linux takes a second listen() on the socket as a new backlog. (Outside the anonymous
+// namespace: HttpServer::State holds one.)
+class HttpServer::Listener : public httplib::Server {
   public:
     void widen_backlog() { ::listen(svr_sock_, kListenBacklog); }
 };
-
-}  // namespace
 
 struct HttpServer::State {
     ServerContext ctx;

@@ -88,6 +88,7 @@ class HttpServer {
     int64_t in_flight() const;
 
   private:
+    class Listener;  // the httplib::Server it listens with
     struct State;
     std::unique_ptr<State> state_;
 };

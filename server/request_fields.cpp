@@ -1,6 +1,7 @@
 // server/request_fields.cpp — see request_fields.h.
 #include "server/request_fields.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
@@ -8,6 +9,10 @@
 namespace graphrun::server::request_fields {
 
 using nlohmann::json;
+
+bool listed(std::span<const std::string_view> names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 void bad(const std::string& param, const std::string& message, const char* code) {
     throw ApiError(400, code, message, param);

@@ -4,10 +4,14 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <span>
 #include <string>
+#include <string_view>
 
 namespace graphrun::server::request_fields {
 
+// Whether `name` is one of `names` (the fields an endpoint knows, honours or accepts).
+bool listed(std::span<const std::string_view> names, const std::string& name);
 // A 400 about the field `param` (as the message names it: "stop[2]", "messages[0].role").
 [[noreturn]] void bad(const std::string& param, const std::string& message,
                       const char* code = "invalid_value");

@@ -17,10 +17,6 @@ using namespace request_fields;
 
 namespace {
 
-bool listed(std::span<const std::string_view> names, const std::string& name) {
-    return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 const json& string_field(const json& object, const char* name, const std::string& at) {
     const json* v = field(object, name);
     if (!v) bad(at + "." + name, "'" + at + "." + name + "' is missing", "missing_field");

@@ -32,8 +32,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::chrono::milliseconds kHeartbeat{1000};
-
 struct ResponseHead {
     std::string id;  // resp_<16 hex digits>; its items are msg_..., fc_..._i, their calls call_..._i
     std::string serial;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <ctime>
 #include <string>
@@ -42,6 +43,10 @@ class InFlight {
   private:
     std::atomic<int64_t>& n_;
 };
+
+// How long a streamed answer may stay silent: past it a heartbeat (an SSE comment) goes out, so a
+// client's and a proxy's idle timeouts do not close a slow generation, and a gone client is noticed.
+inline constexpr std::chrono::milliseconds kHeartbeat{1000};
 
 // The label /metrics counts a request under: its route, or "unknown" (so the label set stays small).
 std::string endpoint_label(const std::string& path);

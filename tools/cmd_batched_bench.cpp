@@ -34,7 +34,7 @@ namespace graphrun::tools {
 
 namespace {
 
-struct BenchOptions {
+struct BatchedBenchOptions {
     std::string graph_path, model_path;
     int threads = 0;
     int64_t npp = 128, ntg = 64, batch = 512;
@@ -73,7 +73,7 @@ struct Row {
 };
 
 // One row: B sequences, their prompts, then ntg decode steps. Returns the timings.
-Row run_row(const std::shared_ptr<const graph::Model>& model, const BenchOptions& opt, int64_t n_seq,
+Row run_row(const std::shared_ptr<const graph::Model>& model, const BatchedBenchOptions& opt, int64_t n_seq,
             int64_t* weight_bytes) {
     const int64_t n_ctx = opt.npp + opt.ntg;
     graph::Engine engine(model, {.n_ctx = n_ctx,
@@ -114,7 +114,7 @@ Row run_row(const std::shared_ptr<const graph::Model>& model, const BenchOptions
     return {opt.npp, opt.ntg, n_seq, n_seq * n_ctx, t_pp, t_tg};
 }
 
-void run_batched_bench(BenchOptions opt) {
+void run_batched_bench(BatchedBenchOptions opt) {
     if (opt.model_path.empty()) opt.model_path = graph::default_model_path();
     const std::vector<int64_t> npl = parse_npl(opt.npl);
     auto model = graph::Model::load(opt.model_path, opt.graph_path);
@@ -154,7 +154,7 @@ void run_batched_bench(BenchOptions opt) {
 }  // namespace
 
 void register_batched_bench(CLI::App& app) {
-    auto opt = std::make_shared<BenchOptions>();
+    auto opt = std::make_shared<BatchedBenchOptions>();
     CLI::App* cmd =
         app.add_subcommand("batched-bench", "prompt and generation speed over N parallel sequences");
     cmd->add_option("--graph", opt->graph_path, "graph (JSON); default: models/<general.architecture>.json");

@@ -1,5 +1,5 @@
 // ops/quant/k_common.h — small pieces the K-quant files share (reference, scalar and SIMD paths):
-// ggml's rounding and the 6-bit scale/min packing of Q4_K and Q5_K. Internal to ops/.
+// ggml's rounding, its all-zero threshold and the 6-bit scale/min packing of Q4_K and Q5_K. Internal to ops/.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,9 @@
 #include "ops/quant/blocks.h"
 
 namespace graphrun::ops {
+
+// A group (sub-block) whose largest |x| is below this quantizes to all zeros, as in ggml's quantizers.
+constexpr float kGroupMaxEps = 1e-15f;
 
 // Round to nearest, ties to even, as ggml's nearest_int: adding 1.5 * 2^23 leaves the rounded
 // integer in the low mantissa bits. Valid for |v| < 2^22 (quantizer arguments are far smaller).

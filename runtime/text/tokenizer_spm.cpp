@@ -16,21 +16,21 @@ namespace graphrun::tokenizer_detail {
 
 namespace {
 
-struct Symbol {
+struct SpmSymbol {
     int prev, next;  // neighbours in the current segmentation, -1 at the ends
     size_t start;    // bytes [start, start + n) of the text; n == 0 once merged into its left neighbour
     size_t n;
 };
 
-struct Bigram {
+struct SpmBigram {
     int left, right;  // symbol indices
     float score;
     size_t size;  // bytes of the merged piece, to recognise stale entries
 };
 
-struct BigramOrder {
+struct SpmBigramOrder {
     // std::priority_queue pops the largest: higher score first, then the smaller left index.
-    bool operator()(const Bigram& a, const Bigram& b) const {
+    bool operator()(const SpmBigram& a, const SpmBigram& b) const {
         return a.score < b.score || (a.score == b.score && a.left > b.left);
     }
 };
@@ -49,10 +49,10 @@ class SpmSession {
         for (int i = 1; i < int(symbols_.size()); ++i) try_add_bigram(i - 1, i);
 
         while (!queue_.empty()) {
-            const Bigram bigram = queue_.top();
+            const SpmBigram bigram = queue_.top();
             queue_.pop();
-            Symbol& left = symbols_[bigram.left];
-            Symbol& right = symbols_[bigram.right];
+            SpmSymbol& left = symbols_[bigram.left];
+            SpmSymbol& right = symbols_[bigram.right];
             if (left.n == 0 || right.n == 0 || left.n + right.n != bigram.size) continue;  // stale
 
             left.n += right.n;
@@ -68,7 +68,7 @@ class SpmSession {
     }
 
   private:
-    std::string_view piece(const Symbol& s) const { return text_.substr(s.start, s.n); }
+    std::string_view piece(const SpmSymbol& s) const { return text_.substr(s.start, s.n); }
 
     void try_add_bigram(int left, int right) {
         if (left < 0 || right < 0) return;
@@ -100,8 +100,8 @@ class SpmSession {
 
     const Vocab& vocab_;
     std::string_view text_;
-    std::vector<Symbol> symbols_;
-    std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue_;
+    std::vector<SpmSymbol> symbols_;
+    std::priority_queue<SpmBigram, std::vector<SpmBigram>, SpmBigramOrder> queue_;
     std::unordered_map<std::string_view, std::pair<std::string_view, std::string_view>> rev_merge_;
 };
 

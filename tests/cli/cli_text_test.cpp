@@ -17,17 +17,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string stories_model() { return testing::shared_dir() + "/models/stories260K.gguf"; }
-
-#define REQUIRE_STORIES()                                                                       \
-    if (!std::filesystem::exists(stories_model())) GTEST_SKIP() << "needs " << stories_model() \
-                                                                << " (the shared folder beside the checkout)"
-
 TEST(CliText, SameSeedSameTextOtherSeedOtherText) {
     REQUIRE_STORIES();
     auto run = [&](const char* seed) {
-        test::ProcessResult r = test::run_graphrun(
-            {"-m", stories_model(), "-p", "Once upon a time", "-n", "60", "--temp", "1.0", "--seed", seed});
+        test::ProcessResult r = test::run_graphrun({"-m", testing::stories_model(), "-p", "Once upon a time",
+                                                    "-n", "60", "--temp", "1.0", "--seed", seed});
         EXPECT_EQ(r.exit_code, 0) << r.err;
         return r.out;
     };
@@ -40,8 +34,9 @@ TEST(CliText, PromptFromFileEqualsPromptFlag) {
     REQUIRE_STORIES();
     const std::string path = (testing::test_temp_dir() / "prompt.txt").string();
     std::ofstream(path) << "The little dog";
-    auto a = test::run_graphrun({"-m", stories_model(), "-f", path, "-n", "20", "--temp", "0"});
-    auto b = test::run_graphrun({"-m", stories_model(), "-p", "The little dog", "-n", "20", "--temp", "0"});
+    auto a = test::run_graphrun({"-m", testing::stories_model(), "-f", path, "-n", "20", "--temp", "0"});
+    auto b = test::run_graphrun(
+        {"-m", testing::stories_model(), "-p", "The little dog", "-n", "20", "--temp", "0"});
     EXPECT_EQ(a.exit_code, 0) << a.err;
     EXPECT_EQ(a.out, b.out);
 }
@@ -53,22 +48,23 @@ TEST(CliText, InteractiveKeepsTheCacheAcrossTurns) {
     const auto dir = testing::test_temp_dir();
     const std::string input = (dir / "graphrun_turns.txt").string(), output = (dir / "graphrun_turns.out").string();
     std::ofstream(input) << "Once upon a time\nShe\n";
-    const std::string cmd = std::string(GRAPHRUN_BINARY) + " -m " + stories_model() + " -i -n 12 --temp 0 < " + input +
-                            " > " + output + " 2>/dev/null";
+    const std::string cmd = std::string(GRAPHRUN_BINARY) + " -m " + testing::stories_model() +
+                            " -i -n 12 --temp 0 < " + input + " > " + output + " 2>/dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
     std::ifstream in(output);
     std::string turn1, turn2;
     std::getline(in, turn1);
     std::getline(in, turn2);
     EXPECT_THAT(turn1, HasSubstr("Once upon a time, there was"));
-    auto fresh = test::run_graphrun({"-m", stories_model(), "-p", "She", "-n", "12", "--temp", "0"});
+    auto fresh = test::run_graphrun({"-m", testing::stories_model(), "-p", "She", "-n", "12", "--temp", "0"});
     ASSERT_FALSE(turn2.empty());
     EXPECT_NE("She" + turn2 + "\n", fresh.out);
 }
 
 TEST(CliText, ErrorsSayWhatWasWrong) {
     REQUIRE_STORIES();
-    auto too_long = test::run_graphrun({"-m", stories_model(), "-c", "8", "-p", "one two three four five six seven eight nine"});
+    auto too_long = test::run_graphrun(
+        {"-m", testing::stories_model(), "-c", "8", "-p", "one two three four five six seven eight nine"});
     EXPECT_NE(too_long.exit_code, 0);
     EXPECT_THAT(too_long.err, AllOf(HasSubstr("context of 8"), HasSubstr("raise -c")));
     EXPECT_TRUE(too_long.out.empty());
@@ -77,7 +73,7 @@ TEST(CliText, ErrorsSayWhatWasWrong) {
     EXPECT_NE(missing.exit_code, 0);
     EXPECT_THAT(missing.err, HasSubstr("/nonexistent/model.gguf"));
 
-    auto no_prompt = test::run_graphrun({"-m", stories_model()});
+    auto no_prompt = test::run_graphrun({"-m", testing::stories_model()});
     EXPECT_NE(no_prompt.exit_code, 0);
     EXPECT_THAT(no_prompt.err, HasSubstr("nothing to generate from"));
 }

@@ -21,14 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string stories_model() {
-    return testing::shared_dir() + "/models/stories260K.gguf";
-}
 const std::string kKjvModel = GRAPHRUN_SOURCE_DIR "/models/kjv-q8_0.gguf";
-
-#define REQUIRE_STORIES()                          \
-    if (!std::filesystem::exists(stories_model())) \
-    GTEST_SKIP() << "needs " << stories_model() << " (the shared folder beside the checkout)"
 
 // `graphrun ARGS` with `input` on stdin.
 test::ProcessResult converse(const std::vector<std::string>& args, const std::string& input) {
@@ -93,9 +86,9 @@ std::vector<std::string> lines(const std::string& text) {
 
 TEST(Conversation, CacheAcrossTurnsEqualsRecomputingTheConversation) {
     REQUIRE_STORIES();
-    const auto r =
-        converse({"-m", stories_model(), "--conversation", "--temp", "0", "-n", "80", "--verbose-prompt"},
-                 "Tell me a story.\nWhat happened next?\n");
+    const auto r = converse(
+        {"-m", testing::stories_model(), "--conversation", "--temp", "0", "-n", "80", "--verbose-prompt"},
+        "Tell me a story.\nWhat happened next?\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.err, HasSubstr("conversation in the 'plain' chat format (the model has no chat template)"));
     const std::vector<int32_t> context1 = logged_ids(r.err, 1, "context"),
@@ -116,8 +109,8 @@ TEST(Conversation, CacheAcrossTurnsEqualsRecomputingTheConversation) {
     EXPECT_EQ(std::vector<int32_t>(context2.begin(), context2.begin() + kept), turn1);
 
     // The same context evaluated from scratch gives the same greedy reply.
-    const auto fresh = test::run_graphrun(
-        {"-m", stories_model(), "--tokens", test::join_ids(context2), "-n", std::to_string(reply2.size())});
+    const auto fresh = test::run_graphrun({"-m", testing::stories_model(), "--tokens",
+                                           test::join_ids(context2), "-n", std::to_string(reply2.size())});
     ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
     EXPECT_EQ(test::parse_ids(fresh.out), reply2);
 }
@@ -128,8 +121,8 @@ TEST(Conversation, CacheAcrossTurnsEqualsRecomputingTheConversation) {
 // the token for a lone space.)
 TEST(Conversation, RewindsWhereTheRenderedHistoryDiffers) {
     REQUIRE_STORIES();
-    const auto r = converse({"-m", stories_model(), "--conversation", "--chat-template", "llama3", "--temp",
-                             "0", "-n", "5", "--verbose-prompt"},
+    const auto r = converse({"-m", testing::stories_model(), "--conversation", "--chat-template", "llama3",
+                             "--temp", "0", "-n", "5", "--verbose-prompt"},
                             "Tell me a story.\nWhat happened next?\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<int32_t> context1 = logged_ids(r.err, 1, "context"),
@@ -144,8 +137,8 @@ TEST(Conversation, RewindsWhereTheRenderedHistoryDiffers) {
     turn1.insert(turn1.end(), reply1.begin(), reply1.end());
     EXPECT_EQ(std::vector<int32_t>(context2.begin(), context2.begin() + kept),
               std::vector<int32_t>(turn1.begin(), turn1.begin() + kept));
-    const auto fresh = test::run_graphrun(
-        {"-m", stories_model(), "--tokens", test::join_ids(context2), "-n", std::to_string(reply2.size())});
+    const auto fresh = test::run_graphrun({"-m", testing::stories_model(), "--tokens",
+                                           test::join_ids(context2), "-n", std::to_string(reply2.size())});
     ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
     EXPECT_EQ(test::parse_ids(fresh.out), reply2);
 }
@@ -154,7 +147,7 @@ TEST(Conversation, RewindsWhereTheRenderedHistoryDiffers) {
 // ends at a newline it generates (well before -n).
 TEST(Conversation, PlainFallbackRepliesAreNonEmptyLines) {
     REQUIRE_STORIES();
-    for (const std::string& model : {stories_model(), kKjvModel}) {
+    for (const std::string& model : {testing::stories_model(), kKjvModel}) {
         for (const char* seed : {"1", "2", "3"}) {
             const auto r = converse({"-m", model, "--conversation", "--seed", seed, "-n", "48", "--system",
                                      "A friendly talk.", "--verbose-prompt"},
@@ -166,8 +159,9 @@ TEST(Conversation, PlainFallbackRepliesAreNonEmptyLines) {
                 EXPECT_NE(reply.find_first_not_of(" \t"), std::string::npos) << model << " seed " << seed;
         }
     }
-    const auto greedy = converse({"-m", stories_model(), "--conversation", "--temp", "0", "--verbose-prompt"},
-                                 "Tell me a story.\n");
+    const auto greedy =
+        converse({"-m", testing::stories_model(), "--conversation", "--temp", "0", "--verbose-prompt"},
+                 "Tell me a story.\n");
     const std::vector<int32_t> reply = logged_ids(greedy.err, 1, "reply");
     EXPECT_LT(reply.size(), 128u) << "ended before -n";
     EXPECT_EQ(reply.back(), 13) << "at the newline token <0x0A>";
@@ -178,7 +172,7 @@ TEST(Conversation, PlainFallbackRepliesAreNonEmptyLines) {
 TEST(Conversation, UsesTheFilesTemplateAndRefusesOnesItCannotRender) {
     REQUIRE_STORIES();
     const auto with_template = [](const std::string& name, const std::string& source) {
-        auto file = GgufFile::open(stories_model());
+        auto file = GgufFile::open(testing::stories_model());
         GgufWriter w;
         for (const auto& [key, value] : file->metadata()) w.set(key, value);
         w.set_string("tokenizer.chat_template", source);
@@ -206,18 +200,19 @@ TEST(Conversation, UsesTheFilesTemplateAndRefusesOnesItCannotRender) {
 
 TEST(Conversation, BadOptionsAreRefused) {
     REQUIRE_STORIES();
-    const auto tokens = converse({"-m", stories_model(), "--conversation", "--tokens", "1,2"}, "");
+    const auto tokens = converse({"-m", testing::stories_model(), "--conversation", "--tokens", "1,2"}, "");
     EXPECT_NE(tokens.exit_code, 0);
     EXPECT_THAT(tokens.err, HasSubstr("--conversation takes text, not --tokens"));
-    const auto both = converse({"-m", stories_model(), "--conversation", "-i"}, "");
+    const auto both = converse({"-m", testing::stories_model(), "--conversation", "-i"}, "");
     EXPECT_NE(both.exit_code, 0);
     EXPECT_THAT(both.err, HasSubstr("either --conversation or -i"));
-    const auto unknown = converse({"-m", stories_model(), "--conversation", "--chat-template", "vicuna"}, "");
+    const auto unknown =
+        converse({"-m", testing::stories_model(), "--conversation", "--chat-template", "vicuna"}, "");
     EXPECT_NE(unknown.exit_code, 0);
     EXPECT_THAT(unknown.err, AllOf(HasSubstr("--chat-template"), HasSubstr("vicuna")));
     // A message that cannot fit the context is dropped with a notice, and the conversation goes on.
     const auto small =
-        converse({"-m", stories_model(), "--conversation", "-c", "32", "--temp", "0", "-n", "4"},
+        converse({"-m", testing::stories_model(), "--conversation", "-c", "32", "--temp", "0", "-n", "4"},
                  "one two three four five six seven eight nine ten eleven twelve\nHi\n");
     EXPECT_EQ(small.exit_code, 0) << small.err;
     EXPECT_THAT(small.err,

@@ -40,13 +40,7 @@ private:
     std::optional<std::string> old_;
 };
 
-// The build tree's graphrun, with $GRAPHRUN_DATA unset whatever the caller's environment has.
-test::ProcessResult run_graphrun_here(const std::vector<std::string>& args, const std::string& also_env = "") {
-    std::vector<std::string> argv{GRAPHRUN_BINARY}, env{"GRAPHRUN_DATA="};
-    argv.insert(argv.end(), args.begin(), args.end());
-    if (!also_env.empty()) env.push_back(also_env);
-    return test::run_process(argv, env);
-}
+using test::run_graphrun_here;
 
 std::string data_error(const std::string& relative) {
     try {

@@ -15,14 +15,14 @@ namespace {
 using ::testing::HasSubstr;
 
 // Wide enough that every matmul splits into ranges on 2 threads (grain 16-32 weight rows).
-std::string model_file() {
+std::string profile_model_file() {
     return testing::random_model_file(testing::spec_of(128, 2, 4, 2, 256, 320, 3), "profile_model");
 }
 
 TEST(GenerateCli, ProfileAndTraceOfPromptAndDecode) {
     const std::string trace = (testing::test_temp_dir() / "cli_trace.json").string();
-    auto r = test::run_graphrun(
-        {"-m", model_file(), "--tokens", "1,5,9", "-n", "4", "-t", "2", "--profile", "--trace", trace});
+    auto r = test::run_graphrun({"-m", profile_model_file(), "--tokens", "1,5,9", "-n", "4", "-t", "2",
+                                 "--profile", "--trace", trace});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.err, HasSubstr("profile 'prompt': 1 runs"));
     EXPECT_THAT(r.err, HasSubstr("profile 'decode': 3 runs"));
@@ -31,7 +31,7 @@ TEST(GenerateCli, ProfileAndTraceOfPromptAndDecode) {
     EXPECT_TRUE(nlohmann::json::parse(in).contains("traceEvents"));
 
     r = test::run_graphrun(
-        {"-m", model_file(), "--tokens", "1", "-n", "2", "--trace", "/nonexistent/x.json"});
+        {"-m", profile_model_file(), "--tokens", "1", "-n", "2", "--trace", "/nonexistent/x.json"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_THAT(r.err, HasSubstr("--trace: cannot write '/nonexistent/x.json'"));
 }

@@ -189,21 +189,21 @@ test::ProcessResult run_interactive(const std::vector<std::string>& args, const 
     return test::run_process({"/bin/sh", "-c", command + " < " + input});
 }
 
-std::string stories_model() { return testing::shared_dir() + "/models/stories260K.gguf"; }
-
 // The second turn continues from everything the first one printed: its last token was fed to the
 // model first (it used to be printed only, so turn 2 went on as if it had never been said).
 TEST(HostileInteractive, EachReplysLastTokenIsEvaluatedBeforeTheNextTurn) {
-    if (!std::filesystem::exists(stories_model())) GTEST_SKIP() << "needs " << stories_model();
+    if (!std::filesystem::exists(testing::stories_model()))
+        GTEST_SKIP() << "needs " << testing::stories_model();
     // Turn 1 ends "... a little girl"; without that last " girl", turn 2 ("little") would go on
     // " girl named Lily"; with it, it goes " boy named Tim".
     constexpr int kReply = 8;
-    const test::ProcessResult r = run_interactive({"-m", stories_model(), "-n", std::to_string(kReply), "--temp", "0"},
-                                                  "Once upon a time\nlittle\n");
+    const test::ProcessResult r =
+        run_interactive({"-m", testing::stories_model(), "-n", std::to_string(kReply), "--temp", "0"},
+                        "Once upon a time\nlittle\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
 
     // The same two turns by hand: greedy tokens, every printed one evaluated before the next line.
-    auto model = graph::Model::load(stories_model());
+    auto model = graph::Model::load(testing::stories_model());
     const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
     graph::Session session(model);
     auto greedy_reply = [&](std::vector<int32_t> prompt) {

@@ -7,20 +7,17 @@
 #include <regex>
 
 #include "tests/common/parity_util.h"
+#include "tests/common/spec_texts.h"
 #include "tests/common/test_models.h"
 
 namespace graphrun {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kRepeated;
 using ::testing::Not;
 
 const std::string kShipped = std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf";
-const std::string kRepeated =
-    "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n"
-    "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n"
-    "And God said, Let there be light: and there was light. And God saw";
-
 // The counts of the stderr line "speculative (<proposer>): P tokens proposed, A accepted ..."; -1 without it.
 struct Counts {
     long long proposed = -1, accepted = -1;

@@ -14,15 +14,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const fs::path kSource = GRAPHRUN_SOURCE_DIR;
-
-// The build tree's graphrun, with $GRAPHRUN_DATA unset whatever the caller's environment has.
-test::ProcessResult run_graphrun_here(const std::vector<std::string>& args, const std::string& also_env = "") {
-    std::vector<std::string> argv{GRAPHRUN_BINARY}, env{"GRAPHRUN_DATA="};
-    argv.insert(argv.end(), args.begin(), args.end());
-    if (!also_env.empty()) env.push_back(also_env);
-    return test::run_process(argv, env);
-}
+using test::run_graphrun_here;
 
 TEST(Version, NamesVersionCommitCompilerSimdAndData) {
     test::ProcessResult r = run_graphrun_here({"--version"});
@@ -31,12 +23,13 @@ TEST(Version, NamesVersionCommitCompilerSimdAndData) {
     // Built from a git checkout, the commit is known; from a tarball it is "unknown".
     // (gtest's regex, not std::regex: GCC 12 warns inside <regex> under the sanitizers.)
     EXPECT_THAT(r.out, ::testing::ContainsRegex("\ncommit +([0-9a-f]{12}|unknown)( \\(with uncommitted changes\\))?\n"));
-    if (fs::exists(kSource / ".git")) {
+    if (fs::exists(fs::path(GRAPHRUN_SOURCE_DIR) / ".git")) {
         EXPECT_THAT(r.out, Not(HasSubstr("\ncommit    unknown")));
     }
     EXPECT_THAT(r.out, ::testing::ContainsRegex("\ncompiler +(GCC|clang) "));
     EXPECT_THAT(r.out, ::testing::ContainsRegex("\nsimd +this CPU runs scalar.*; kernels use (scalar|avx2|avx512)"));
-    EXPECT_THAT(r.out, HasSubstr("\ndata      " + kSource.string() + " (the checkout the build tree"));
+    EXPECT_THAT(r.out, HasSubstr("\ndata      " + fs::path(GRAPHRUN_SOURCE_DIR).string() +
+                                 " (the checkout the build tree"));
 }
 
 TEST(Version, SimdCapIsShown) {

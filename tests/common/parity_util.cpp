@@ -200,6 +200,13 @@ ProcessResult run_graphrun(const std::vector<std::string>& args) {
     return run_process(argv);
 }
 
+ProcessResult run_graphrun_here(const std::vector<std::string>& args, const std::string& also_env) {
+    std::vector<std::string> argv{GRAPHRUN_BINARY}, env{"GRAPHRUN_DATA="};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (!also_env.empty()) env.push_back(also_env);
+    return run_process(argv, env);
+}
+
 std::string join_ids(const std::vector<int32_t>& ids, const char* separator) {
     std::string text;
     for (int32_t id : ids) text += (text.empty() ? "" : separator) + std::to_string(id);

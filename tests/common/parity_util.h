@@ -70,6 +70,9 @@ ProcessResult run_process(const std::vector<std::string>& argv,
 
 // The `graphrun` executable of this build (compile definition GRAPHRUN_BINARY) with these arguments.
 ProcessResult run_graphrun(const std::vector<std::string>& args);
+// The same with $GRAPHRUN_DATA unset whatever the caller's environment has (the data folder is then the
+// checkout the build tree was made from), plus `also_env` ("NAME=value") when given.
+ProcessResult run_graphrun_here(const std::vector<std::string>& args, const std::string& also_env = "");
 
 // ---- token ids as text ----
 

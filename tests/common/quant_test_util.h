@@ -131,4 +131,17 @@ inline bool single_row_ranges_give_whole_call_bits(DType wtype, const QuantTrait
     return std::memcmp(whole.y.data(), pieces.y.data(), whole.y.size() * sizeof(float)) == 0;
 }
 
+// y[t, n] = scalar::vec_dot(W[n], xq[t]) for every output, from the matmul's own quantized xq.
+inline std::vector<float> per_token_scalar(const QuantMatmul& m, DType wtype, int64_t n_tokens, int64_t n,
+                                           int64_t k) {
+    const QuantTraits& scalar_tr = *quant_traits_at(wtype, SimdLevel::Scalar);
+    const int64_t w_row = row_bytes(wtype, k), xq_row = row_bytes(scalar_tr.vec_dot_type, k);
+    std::vector<float> y(size_t(n_tokens * n));
+    for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t r = 0; r < n; ++r)
+            y[size_t(t * n + r)] =
+                scalar_tr.vec_dot(k, m.w.data() + r * w_row, m.scratch.data() + t * xq_row);
+    return y;
+}
+
 }  // namespace graphrun::ops::testing

@@ -85,6 +85,10 @@ inline std::string contents(const std::filesystem::path& path) {
 inline void write_text(const std::filesystem::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 inline std::string shared_dir() { return std::string(GRAPHRUN_SOURCE_DIR) + "/../shared"; }
+// The TinyStories Llama in ../shared (tests that need it skip without it).
+inline std::string stories_model() {
+    return shared_dir() + "/models/stories260K.gguf";
+}
 
 // A token sequence drawn uniformly from the vocabulary, the same for the same seed.
 inline std::vector<int32_t> random_tokens(size_t n, int32_t n_vocab, uint32_t seed) {
@@ -106,3 +110,9 @@ inline double max_relative_error(std::span<const float> a, std::span<const float
 }
 
 }  // namespace graphrun::testing
+
+// Skips the test, saying why, where ../shared has no stories260K.gguf (a clone outside the work area).
+#define REQUIRE_STORIES()                                                                   \
+    if (!std::filesystem::exists(graphrun::testing::stories_model()))                       \
+    GTEST_SKIP() << "needs " << graphrun::testing::stories_model()                          \
+                 << " (the shared folder beside the checkout)"

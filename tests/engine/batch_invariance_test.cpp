@@ -14,8 +14,9 @@
 #include <filesystem>
 
 #include "engine/engine.h"
-#include "tools/lib/quantize_model.h"
+#include "tests/common/same_bits.h"
 #include "tests/common/test_models.h"
+#include "tools/lib/quantize_model.h"
 
 namespace graphrun {
 namespace {
@@ -23,14 +24,11 @@ namespace {
 using graph::BatchToken;
 using graph::Engine;
 using graph::SeqId;
+using testing::same_bits;
 using Rows = std::vector<std::vector<float>>;
 
 int32_t argmax(std::span<const float> row) {
     return int32_t(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 struct Alone {

@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 
 constexpr int64_t kEmbd = 32;
 
-std::string model_file() {
+std::string embedding_model_file() {
     return testing::random_model_file(testing::spec_of(kEmbd, 2, 4, 2, 72), "embedding");
 }
 
@@ -35,7 +35,7 @@ std::shared_ptr<const graph::Model> hidden_state_model() {
     text = testing::replace_once(text, R"("outputs": { "logits": "logits", "embedding": "out_norm" })",
                                  R"("outputs": ["out_norm"])");
     std::ofstream(path) << text;
-    return graph::Model::load(model_file(), path);
+    return graph::Model::load(embedding_model_file(), path);
 }
 
 // Every token's final hidden state, (n_tokens, n_embd), by one decode of the hidden-state graph.
@@ -75,7 +75,7 @@ double norm_of(const std::vector<float>& v) {
 }
 
 std::shared_ptr<const graph::Model> model() {
-    static const auto m = graph::Model::load(model_file());
+    static const auto m = graph::Model::load(embedding_model_file());
     return m;
 }
 

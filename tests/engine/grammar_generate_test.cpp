@@ -13,6 +13,7 @@
 #include "runtime/text/grammar_match.h"
 #include "runtime/text/json_schema.h"
 #include "runtime/text/tokenizer.h"
+#include "tests/common/same_bits.h"
 #include "tests/common/test_models.h"
 
 namespace graphrun {
@@ -24,8 +25,8 @@ using graph::Request;
 using graph::Scheduler;
 using graph::TokenEvent;
 using nlohmann::ordered_json;
+using testing::same_bits;
 
-std::shared_ptr<const Model> kjv() { return testing::kjv_model(); }
 std::shared_ptr<const Model> random_model() {
     static const auto model =
         Model::load(testing::random_model_file(testing::spec_of(32, 2, 4, 2, 64, 400, 11), "grammar_random"));
@@ -103,16 +104,17 @@ std::shared_ptr<const GrammarConstraint> constraint(const std::string& gbnf, con
     return c;
 }
 
-struct Outcome {
+struct GrammarOutcome {
     std::vector<int32_t> tokens;
     std::vector<std::vector<float>> logits;
     FinishReason finish = FinishReason::None;
 };
 
 // Runs the requests together in one scheduler (parallel = their number).
-std::vector<Outcome> run_together(const std::shared_ptr<const Model>& model, const std::vector<Request>& requests) {
+std::vector<GrammarOutcome> run_together(const std::shared_ptr<const Model>& model,
+                                         const std::vector<Request>& requests) {
     Scheduler scheduler(model, {.parallel = int64_t(requests.size()), .n_ctx = 256, .step_tokens = 16, .n_threads = 1});
-    std::vector<Outcome> runs(requests.size());
+    std::vector<GrammarOutcome> runs(requests.size());
     for (size_t i = 0; i < requests.size(); ++i)
         scheduler.submit(requests[i], [&runs, i](const TokenEvent& e) {
             if (e.token >= 0) {
@@ -152,9 +154,9 @@ void check_outputs_validate(const std::shared_ptr<const Model>& model, const std
             r.stop_ids.assign(eog.begin(), eog.end());
             requests.push_back(r);
         }
-        const std::vector<Outcome> runs = run_together(model, requests);
+        const std::vector<GrammarOutcome> runs = run_together(model, requests);
         for (size_t i = 0; i < runs.size(); ++i) {
-            const Outcome& run = runs[i];
+            const GrammarOutcome& run = runs[i];
             std::vector<int32_t> text_ids = run.tokens;
             if (run.finish == FinishReason::Stop) text_ids.pop_back();  // the end token
             const std::string text = tokenizer.decode(text_ids);
@@ -178,7 +180,9 @@ void check_outputs_validate(const std::shared_ptr<const Model>& model, const std
     std::printf("%s: %d of %d outputs complete, the rest cut by max_tokens\n", label.c_str(), complete, total);
 }
 
-TEST(GrammarGenerate, ShippedModelOutputsValidateAgainstTheirSchemas) { check_outputs_validate(kjv(), "kjv-q8_0"); }
+TEST(GrammarGenerate, ShippedModelOutputsValidateAgainstTheirSchemas) {
+    check_outputs_validate(testing::kjv_model(), "kjv-q8_0");
+}
 
 TEST(GrammarGenerate, RandomModelOutputsValidateAgainstTheirSchemas) {
     check_outputs_validate(random_model(), "random");
@@ -186,9 +190,9 @@ TEST(GrammarGenerate, RandomModelOutputsValidateAgainstTheirSchemas) {
 
 // The decode loop of the command line (generate) under a grammar, greedy: a complete match or a cut.
 TEST(GrammarGenerate, GenerateLoopKeepsToTheGrammar) {
-    const Tokenizer tokenizer = Tokenizer::from_gguf(kjv()->file());
+    const Tokenizer tokenizer = Tokenizer::from_gguf(testing::kjv_model()->file());
     const auto grammar = constraint("root ::= \"In the \" [a-z ]{1,30} \".\"", tokenizer);
-    graph::Session session(kjv(), {.n_ctx = 128, .n_threads = 1});
+    graph::Session session(testing::kjv_model(), {.n_ctx = 128, .n_threads = 1});
     SamplerParams p;
     p.temperature = 0.0f;
     p.grammar = grammar;
@@ -204,12 +208,8 @@ TEST(GrammarGenerate, GenerateLoopKeepsToTheGrammar) {
     EXPECT_TRUE(grammar_matches(*grammar->grammar, text)) << text;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 TEST(GrammarGenerate, ConstrainedAndUnconstrainedShareBatchesWithoutChangingBits) {
-    for (const auto& model : {kjv(), random_model()}) {
+    for (const auto& model : {testing::kjv_model(), random_model()}) {
         const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
         Request constrained;
         constrained.prompt = tokenizer.encode("Give me JSON:", tokenizer.add_bos());
@@ -222,9 +222,9 @@ TEST(GrammarGenerate, ConstrainedAndUnconstrainedShareBatchesWithoutChangingBits
         plain.sampling.temperature = 0.9f;
         plain.sampling.seed = 6;
         plain.max_tokens = 40;
-        const Outcome constrained_alone = run_together(model, {constrained})[0];
-        const Outcome plain_alone = run_together(model, {plain})[0];
-        const std::vector<Outcome> both = run_together(model, {constrained, plain});
+        const GrammarOutcome constrained_alone = run_together(model, {constrained})[0];
+        const GrammarOutcome plain_alone = run_together(model, {plain})[0];
+        const std::vector<GrammarOutcome> both = run_together(model, {constrained, plain});
         EXPECT_EQ(both[0].tokens, constrained_alone.tokens);
         EXPECT_EQ(both[1].tokens, plain_alone.tokens);
         ASSERT_EQ(both[0].logits.size(), constrained_alone.logits.size());

@@ -14,16 +14,18 @@
 #include "engine/engine.h"
 #include "engine/scheduler.h"
 #include "graph/stages.h"
+#include "tests/common/same_bits.h"
 #include "tests/common/test_models.h"
 
 namespace graphrun {
 namespace {
 
 using graph::BatchToken;
-using graph::FinishReason;
 using graph::Engine;
+using graph::FinishReason;
 using graph::SeqId;
 using ::testing::HasSubstr;
+using testing::same_bits;
 
 std::string model_file(const std::string& arch) {
     graph::RandomLlamaSpec spec = testing::spec_of(32, 5, 4, 2, 64, 320, 11);
@@ -85,10 +87,6 @@ std::vector<float> over_ranks(const std::string& file, int n_ranks, const std::s
     for (std::thread& t : followers) t.join();
     if (summaries) *summaries = lines;
     return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 TEST(Pipeline, TwoRanksGiveTheBitsOfOneProcessForLlamaAndQwen3) {
@@ -294,25 +292,26 @@ TEST(Pipeline, PassesInFlightTogetherAreCollectedInOrderWithOneProcessesBits) {
 }
 
 // What a scheduler run gives each request: its tokens, the bits of their rows, how it finished.
-struct Outcome {
+struct PipelineOutcome {
     std::vector<int32_t> tokens;
     std::vector<float> rows;
     FinishReason finish = FinishReason::None;
-    bool operator==(const Outcome&) const = default;
+    bool operator==(const PipelineOutcome&) const = default;
 };
 
 // Six requests (greedy and seeded sampling, prompts of 1 to 70 tokens, one cancelled at its third
 // token) through a continuous scheduler of 4 sequences; over a pipeline, groups of at least
 // `group_min` decoding requests take turns.
 // With `speculation`, the requests speculate (a draft model, when given, on rank 0 alone).
-std::vector<Outcome> schedule(std::shared_ptr<const graph::Model> model, graph::SchedulerMetrics* metrics,
-                              int64_t group_min = 4, graph::Speculation speculation = {},
-                              std::shared_ptr<const graph::Model> draft = nullptr) {
+std::vector<PipelineOutcome> schedule(std::shared_ptr<const graph::Model> model,
+                                      graph::SchedulerMetrics* metrics, int64_t group_min = 4,
+                                      graph::Speculation speculation = {},
+                                      std::shared_ptr<const graph::Model> draft = nullptr) {
     graph::Scheduler scheduler(std::move(model), {.parallel = 4, .step_tokens = 32, .n_threads = 1,
                                                   .pipeline_group_min = group_min,
                                                   .speculation = speculation,
                                                   .draft_model = std::move(draft)});
-    std::vector<Outcome> outcomes(6);
+    std::vector<PipelineOutcome> outcomes(6);
     for (size_t i = 0; i < outcomes.size(); ++i) {
         graph::Request request;
         request.prompt = testing::random_tokens(i == 2 ? 1 : 10 + 12 * int64_t(i), 320, 20 + int(i));
@@ -320,7 +319,7 @@ std::vector<Outcome> schedule(std::shared_ptr<const graph::Model> model, graph::
         request.sampling.temperature = i % 2 ? 0.9f : 0.0f;
         request.sampling.seed = 100 + i;
         request.stop_ids = {7};
-        Outcome& o = outcomes[i];
+        PipelineOutcome& o = outcomes[i];
         scheduler.submit(std::move(request), [&, i](const graph::TokenEvent& e) {
             if (e.token >= 0) {
                 o.tokens.push_back(e.token);
@@ -342,7 +341,7 @@ TEST(Pipeline, ASchedulerOverTwoRanksKeepsTwoPassesInFlightWithOneProcessesToken
     for (const std::string arch : {"llama", "qwen3"}) {
         const std::string file = model_file(arch);
         graph::SchedulerMetrics m_one;
-        const std::vector<Outcome> expected = schedule(graph::Model::load(file), &m_one);
+        const std::vector<PipelineOutcome> expected = schedule(graph::Model::load(file), &m_one);
         EXPECT_EQ(m_one.passes_in_flight_peak, 1) << arch;
         EXPECT_EQ(expected[3].finish, FinishReason::Cancelled) << arch;
         EXPECT_EQ(expected[3].tokens.size(), 3u) << arch;
@@ -353,7 +352,8 @@ TEST(Pipeline, ASchedulerOverTwoRanksKeepsTwoPassesInFlightWithOneProcessesToken
             std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(2);
             graph::Pipeline lead(std::move(links[0]), ""), follower(std::move(links[1]), "");
             std::thread t([&] { follower.follow(); });
-            const std::vector<Outcome> got = schedule(graph::Model::load(file, "", &lead), &m_two, group_min);
+            const std::vector<PipelineOutcome> got =
+                schedule(graph::Model::load(file, "", &lead), &m_two, group_min);
             lead.tell(graph::PipelineMessage().put(int64_t(graph::PipelineCommand::Stop)));
             t.join();
             EXPECT_EQ(m_two.passes_in_flight_peak, 2);
@@ -374,7 +374,7 @@ TEST(Pipeline, ASchedulerOverTwoRanksKeepsTwoPassesInFlightWithOneProcessesToken
 TEST(Pipeline, SpeculationOverTwoRanksGivesOneProcessesPlainTokens) {
     const std::string file = model_file("llama");
     graph::SchedulerMetrics plain_metrics, m;
-    const std::vector<Outcome> expected = schedule(graph::Model::load(file), &plain_metrics);
+    const std::vector<PipelineOutcome> expected = schedule(graph::Model::load(file), &plain_metrics);
     for (const graph::SpecMode mode : {graph::SpecMode::Draft, graph::SpecMode::Lookup})
         for (const int64_t group_min : {2, 4}) {
             SCOPED_TRACE(std::string(graph::spec_mode_name(mode)) + ", groups of at least " +
@@ -382,7 +382,7 @@ TEST(Pipeline, SpeculationOverTwoRanksGivesOneProcessesPlainTokens) {
             std::vector<std::unique_ptr<graph::StageLink>> links = graph::local_stage_links(2);
             graph::Pipeline lead(std::move(links[0]), ""), follower(std::move(links[1]), "");
             std::thread t([&] { follower.follow(); });
-            const std::vector<Outcome> got =
+            const std::vector<PipelineOutcome> got =
                 schedule(graph::Model::load(file, "", &lead), &m, group_min,
                          {.mode = mode, .draft_min = 1, .draft_max = 4},
                          mode == graph::SpecMode::Draft ? graph::Model::load(file) : nullptr);

@@ -21,7 +21,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // Wide enough that every matmul splits into ranges on 2 threads (grain 16-32 weight rows).
-std::string model_file() {
+std::string profile_model_file() {
     return testing::random_model_file(testing::spec_of(128, 2, 4, 2, 256, 320, 3), "profile_model");
 }
 
@@ -53,7 +53,7 @@ class ExecutorTimeline : public ::testing::TestWithParam<int> {};
 // [0, items) exactly once, whatever thread ran them.
 TEST_P(ExecutorTimeline, CoversEveryUnitOfEveryPhaseOnce) {
     const int threads = GetParam();
-    auto model = graph::Model::load(model_file());
+    auto model = graph::Model::load(profile_model_file());
     graph::Session session(model, {.n_ctx = 32, .n_threads = threads});
     LastRun timeline;
     session.set_timeline(&timeline);
@@ -103,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Threads, ExecutorTimeline, ::testing::Values(1, 2, 3));
 
 // Recording is only observation: logits with a profiler equal those without, bit for bit.
 TEST(Profiler, RecordingChangesNoResult) {
-    auto model = graph::Model::load(model_file());
+    auto model = graph::Model::load(profile_model_file());
     const std::vector<int32_t> tokens = testing::random_tokens(7, 320, 4);
     graph::Session plain(model, {.n_ctx = 16, .n_threads = 2}),
         profiled(model, {.n_ctx = 16, .n_threads = 2});
@@ -117,7 +117,7 @@ TEST(Profiler, RecordingChangesNoResult) {
 }
 
 TEST(Profiler, SumsPerStepWithTheOpTablesFlopsAndTheTensorsBytes) {
-    auto model = graph::Model::load(model_file());
+    auto model = graph::Model::load(profile_model_file());
     graph::Session session(model, {.n_ctx = 16, .n_threads = 2});
     graph::Profiler profiler(true);
     session.set_timeline(&profiler);
@@ -201,7 +201,7 @@ TEST(Profiler, StepBytesOfEmbeddingAndAttention) {
 }
 
 TEST(Profiler, TraceHasEveryStepOfEveryRunOnItsThread) {
-    auto model = graph::Model::load(model_file());
+    auto model = graph::Model::load(profile_model_file());
     const std::string path = (testing::test_temp_dir() / "trace.json").string();
     size_t n_steps = 0;
     {

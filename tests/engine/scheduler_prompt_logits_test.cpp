@@ -16,14 +16,14 @@ namespace {
 
 using graph::FinishReason;
 
-std::shared_ptr<const graph::Model> test_model() {
+std::shared_ptr<const graph::Model> prompt_logits_model() {
     static auto model =
         graph::Model::load(testing::random_model_file(testing::spec_of(48, 2, 4, 2, 96), "prompt_logits"));
     return model;
 }
 
 TEST(SchedulerPromptLogits, RowsOfEveryPromptPositionAreTheSessionsBits) {
-    auto model = test_model();
+    auto model = prompt_logits_model();
     std::vector<int32_t> prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back(int32_t(1 + (i * 7) % 90));
     graph::Session session(model, {.n_ctx = 64, .n_threads = 1});

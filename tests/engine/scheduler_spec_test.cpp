@@ -15,6 +15,8 @@
 #include "runtime/text/grammar_vocab.h"
 #include "runtime/text/tokenizer.h"
 #include "runtime/text/vocab_match.h"
+#include "tests/common/same_bits.h"
+#include "tests/common/spec_texts.h"
 #include "tests/common/test_models.h"
 
 namespace graphrun {
@@ -29,15 +31,18 @@ using graph::SpecMode;
 using graph::Speculation;
 using graph::TokenEvent;
 using ::testing::HasSubstr;
+using testing::kGreedy;
+using testing::kRepeated;
+using testing::same_bits;
 
-struct Outcome {
+struct SpecOutcome {
     std::vector<int32_t> tokens;
     std::vector<float> logits;  // every token's row, one after the other
     FinishReason finish = FinishReason::None;
 };
 
 struct Run {
-    std::vector<Outcome> outcomes;
+    std::vector<SpecOutcome> outcomes;
     graph::SchedulerMetrics metrics;
 };
 
@@ -62,7 +67,7 @@ Run run(const SpecSetup& setup, const std::vector<Request>& requests, Speculatio
     out.outcomes.resize(requests.size());
     for (size_t i = 0; i < requests.size(); ++i)
         scheduler.submit(requests[i], [&out, i](const TokenEvent& e) {
-            Outcome& o = out.outcomes[i];
+            SpecOutcome& o = out.outcomes[i];
             if (e.token >= 0) {
                 o.tokens.push_back(e.token);
                 o.logits.insert(o.logits.end(), e.logits.begin(), e.logits.end());
@@ -73,10 +78,6 @@ Run run(const SpecSetup& setup, const std::vector<Request>& requests, Speculatio
     out.metrics = scheduler.metrics();
     EXPECT_EQ(out.metrics.kv_blocks_in_use, 0);
     return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Speculative against plain, request by request. Returns the speculative run's metrics.
@@ -100,7 +101,6 @@ graph::SchedulerMetrics expect_same_as_plain(const SpecSetup& setup, const std::
     return spec.metrics;
 }
 
-const SamplerParams kGreedy{.temperature = 0.0f};
 SamplerParams sampled(uint64_t seed) {
     return {.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repeat_penalty = 1.1f, .seed = seed};
 }
@@ -125,11 +125,6 @@ std::vector<int32_t> encode(const Model& model, const std::string& text) {
     const Tokenizer tokenizer = Tokenizer::from_gguf(model.file());
     return tokenizer.encode(text, tokenizer.add_bos());
 }
-
-const std::string kRepeated =
-    "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n"
-    "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n"
-    "And God said, Let there be light: and there was light. And God saw";
 
 const Speculation kLookup{.mode = SpecMode::Lookup, .draft_min = 1, .draft_max = 6, .ngram = 3};
 const Speculation kDraft{.mode = SpecMode::Draft, .draft_min = 1, .draft_max = 5};

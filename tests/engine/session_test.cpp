@@ -15,18 +15,18 @@ using ::testing::HasSubstr;
 using testing::max_relative_error;
 using testing::random_tokens;
 
-struct ModelCase {
+struct CachedModelCase {
     const char* name;
     int64_t embd, layers, heads, kv_heads, ff;
     DType type;
 };
 
-class CachedDecoding : public ::testing::TestWithParam<ModelCase> {};
+class CachedDecoding : public ::testing::TestWithParam<CachedModelCase> {};
 
 // The logits of token n from the KV-cache path equal those of reprocessing the whole sequence
 // 0..n in one batch, for every position of a 64-token sequence.
 TEST_P(CachedDecoding, EqualsFullRecomputationAtEveryPosition) {
-    const ModelCase c = GetParam();
+    const CachedModelCase c = GetParam();
     graph::RandomLlamaSpec spec = testing::spec_of(c.embd, c.layers, c.heads, c.kv_heads, c.ff);
     spec.type = c.type;
     auto model = graph::Model::load(testing::random_model_file(spec, std::string("cached_") + c.name));
@@ -50,9 +50,9 @@ TEST_P(CachedDecoding, EqualsFullRecomputationAtEveryPosition) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CachedDecoding,
-                         ::testing::Values(ModelCase{"mha", 24, 2, 3, 3, 40, DType::F32},
-                                           ModelCase{"gqa2", 32, 2, 4, 2, 72, DType::F32},
-                                           ModelCase{"gqa4_f16", 48, 2, 8, 2, 100, DType::F16}),
+                         ::testing::Values(CachedModelCase{"mha", 24, 2, 3, 3, 40, DType::F32},
+                                           CachedModelCase{"gqa2", 32, 2, 4, 2, 72, DType::F32},
+                                           CachedModelCase{"gqa4_f16", 48, 2, 8, 2, 100, DType::F16}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Session, OneThreadAndAllThreadsAgree) {

@@ -12,6 +12,8 @@
 #include "engine/generate.h"
 #include "engine/prompt_lookup.h"
 #include "runtime/text/tokenizer.h"
+#include "tests/common/same_bits.h"
+#include "tests/common/spec_texts.h"
 #include "tests/common/test_models.h"
 
 namespace graphrun {
@@ -22,8 +24,11 @@ using graph::Model;
 using graph::PromptLookup;
 using graph::PromptLookupOptions;
 using graph::Session;
+using testing::kGreedy;
+using testing::kRepeated;
+using testing::same_bits;
 
-struct Outcome {
+struct SpeculativeOutcome {
     std::vector<int32_t> tokens;  // every token handed to on_token
     GenerationStats stats;
     int64_t n_past = 0;           // the session's positions at the end
@@ -38,13 +43,13 @@ struct Setup {
     SamplerParams sampling{.temperature = 0.0f};
 };
 
-Outcome run(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& prompt, const Setup& setup,
-            std::optional<PromptLookupOptions> lookup) {
+SpeculativeOutcome run(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& prompt,
+                       const Setup& setup, std::optional<PromptLookupOptions> lookup) {
     Session session(model, {.n_ctx = setup.n_ctx, .n_threads = 1});
     Sampler sampler(setup.sampling, int32_t(session.n_vocab()));
     std::optional<PromptLookup> proposer;
     if (lookup) proposer.emplace(*lookup);
-    Outcome out;
+    SpeculativeOutcome out;
     out.stats = graph::generate(
         session, sampler, prompt, setup.n_predict,
         [&](int32_t token) {
@@ -63,16 +68,12 @@ Outcome run(const std::shared_ptr<const Model>& model, const std::vector<int32_t
     return out;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    // (memcmp may not be given an empty vector's null data, even for 0 bytes)
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
-
 // Speculative against plain: the same tokens, stop, cache and sampler. Returns the speculative run.
-Outcome expect_same_as_plain(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& prompt,
-                             const Setup& setup, PromptLookupOptions lookup = {}) {
-    const Outcome plain = run(model, prompt, setup, std::nullopt);
-    const Outcome spec = run(model, prompt, setup, lookup);
+SpeculativeOutcome expect_same_as_plain(const std::shared_ptr<const Model>& model,
+                                        const std::vector<int32_t>& prompt, const Setup& setup,
+                                        PromptLookupOptions lookup = {}) {
+    const SpeculativeOutcome plain = run(model, prompt, setup, std::nullopt);
+    const SpeculativeOutcome spec = run(model, prompt, setup, lookup);
     EXPECT_EQ(spec.tokens, plain.tokens);
     EXPECT_EQ(spec.stats.generated_tokens, plain.stats.generated_tokens);
     EXPECT_EQ(spec.stats.decode_steps, plain.stats.decode_steps);
@@ -90,38 +91,25 @@ Outcome expect_same_as_plain(const std::shared_ptr<const Model>& model, const st
     return spec;
 }
 
-const SamplerParams kGreedy{.temperature = 0.0f};
 const SamplerParams kSampled{
     .temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repeat_penalty = 1.1f, .seed = 1234};
 const SamplerParams kHot{.temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 99};
 
-std::shared_ptr<const Model> kjv() {
-    static const auto model = Model::load(std::string(GRAPHRUN_SOURCE_DIR) + "/models/kjv-q8_0.gguf");
-    return model;
-}
-
 std::vector<int32_t> kjv_ids(const std::string& text) {
-    const Tokenizer tokenizer = Tokenizer::from_gguf(kjv()->file());
+    const Tokenizer tokenizer = Tokenizer::from_gguf(testing::kjv_model()->file());
     return tokenizer.encode(text, tokenizer.add_bos());
 }
 
-// A passage given twice and begun a third time: a model that continues it repeats the passage, which is
-// what prompt lookup guesses.
-const std::string kRepeated =
-    "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n"
-    "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n"
-    "And God said, Let there be light: and there was light. And God saw";
-
 TEST(Speculative, ShippedModelGreedyRepeatedTextAcceptsGuesses) {
-    const Outcome spec =
-        expect_same_as_plain(kjv(), kjv_ids(kRepeated), {.n_predict = 64, .sampling = kGreedy});
+    const SpeculativeOutcome spec = expect_same_as_plain(testing::kjv_model(), kjv_ids(kRepeated),
+                                                         {.n_predict = 64, .sampling = kGreedy});
     EXPECT_GT(spec.stats.draft_accepted, 0) << "lookup accepted nothing: speculation did not run";
     EXPECT_LT(spec.stats.decode_passes, spec.stats.decode_steps);
 }
 
 TEST(Speculative, ShippedModelSampledRepeatedTextAcceptsGuesses) {
-    const Outcome spec =
-        expect_same_as_plain(kjv(), kjv_ids(kRepeated), {.n_predict = 64, .sampling = kSampled});
+    const SpeculativeOutcome spec = expect_same_as_plain(testing::kjv_model(), kjv_ids(kRepeated),
+                                                         {.n_predict = 64, .sampling = kSampled});
     EXPECT_GT(spec.stats.draft_accepted, 0) << "lookup accepted nothing: speculation did not run";
 }
 
@@ -129,7 +117,8 @@ TEST(Speculative, ShippedModelFreeContinuation) {
     const std::vector<int32_t> prompt = kjv_ids("In the beginning");
     for (const SamplerParams& sampling : {kGreedy, kSampled, kHot}) {
         SCOPED_TRACE(sampling.temperature);
-        const Outcome spec = expect_same_as_plain(kjv(), prompt, {.n_predict = 96, .sampling = sampling});
+        const SpeculativeOutcome spec =
+            expect_same_as_plain(testing::kjv_model(), prompt, {.n_predict = 96, .sampling = sampling});
         EXPECT_GT(spec.stats.draft_proposed, 0);
     }
 }
@@ -141,13 +130,14 @@ TEST(Speculative, StopsWhereAndAsPlainDecodingDoes) {
         // on_token stops in the middle of accepted guesses (an end-of-generation token would), n_predict
         // ends a pass early, the context fills while guesses are in the cache.
         for (int64_t stop_after : {1, 2, 5, 13, 30})
-            expect_same_as_plain(kjv(), prompt,
+            expect_same_as_plain(testing::kjv_model(), prompt,
                                  {.n_predict = 64, .stop_after = stop_after, .sampling = sampling});
         for (int64_t n_predict : {1, 2, 3, 7, 19})
-            expect_same_as_plain(kjv(), prompt, {.n_predict = n_predict, .sampling = sampling});
+            expect_same_as_plain(testing::kjv_model(), prompt,
+                                 {.n_predict = n_predict, .sampling = sampling});
         const int64_t n_ctx = int64_t(prompt.size()) + 21;
-        const Outcome full =
-            expect_same_as_plain(kjv(), prompt, {.n_predict = -1, .n_ctx = n_ctx, .sampling = sampling});
+        const SpeculativeOutcome full = expect_same_as_plain(
+            testing::kjv_model(), prompt, {.n_predict = -1, .n_ctx = n_ctx, .sampling = sampling});
         EXPECT_TRUE(full.stats.context_full);
         EXPECT_EQ(full.n_past, n_ctx);
     }
@@ -159,8 +149,8 @@ TEST(Speculative, DraftLengthsAndNgramsGiveTheSameTokens) {
                                        PromptLookupOptions{.ngram = 2, .draft_min = 2, .draft_max = 4},
                                        PromptLookupOptions{.ngram = 5, .draft_min = 1, .draft_max = 16}}) {
         SCOPED_TRACE(lookup.draft_max);
-        const Outcome spec =
-            expect_same_as_plain(kjv(), prompt, {.n_predict = 48, .sampling = kSampled}, lookup);
+        const SpeculativeOutcome spec = expect_same_as_plain(testing::kjv_model(), prompt,
+                                                             {.n_predict = 48, .sampling = kSampled}, lookup);
         EXPECT_GT(spec.stats.draft_accepted, 0);
     }
 }
@@ -174,7 +164,8 @@ TEST(Speculative, RandomWeightModel) {
         for (int32_t t : {17, 204, 9, 311, 56, 56, 140, 2, 77, 250}) prompt.push_back(t);
     for (const SamplerParams& sampling : {kGreedy, kSampled, kHot}) {
         SCOPED_TRACE(sampling.temperature);
-        const Outcome spec = expect_same_as_plain(model, prompt, {.n_predict = 80, .sampling = sampling});
+        const SpeculativeOutcome spec =
+            expect_same_as_plain(model, prompt, {.n_predict = 80, .sampling = sampling});
         EXPECT_GT(spec.stats.draft_proposed, 0);
     }
 }
@@ -187,7 +178,8 @@ TEST(Speculative, Stories260K) {
     const std::string story = "Lily saw a big red ball in the park. She ran to the ball and kicked it. ";
     const std::vector<int32_t> repeated =
         tokenizer.encode(story + story + "Lily saw a big", tokenizer.add_bos());
-    const Outcome greedy = expect_same_as_plain(model, repeated, {.n_predict = 64, .sampling = kGreedy});
+    const SpeculativeOutcome greedy =
+        expect_same_as_plain(model, repeated, {.n_predict = 64, .sampling = kGreedy});
     EXPECT_GT(greedy.stats.draft_accepted, 0) << "lookup accepted nothing: speculation did not run";
     expect_same_as_plain(model, repeated, {.n_predict = 64, .sampling = kSampled});
     expect_same_as_plain(model, tokenizer.encode("Once upon a time", tokenizer.add_bos()),

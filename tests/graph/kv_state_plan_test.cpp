@@ -5,10 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "engine/session.h"
+#include "tests/common/graph_test_util.h"
 #include "tests/common/test_models.h"
 
 namespace graphrun {
@@ -17,19 +15,8 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-std::string llama_json() {
-    std::ifstream in(graph::default_graph_path());
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-std::string replace_once(std::string text, const std::string& from, const std::string& to) {
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << "test setup: '" << from << "' not in the graph";
-    if (at != std::string::npos) text.replace(at, from.size(), to);
-    return text;
-}
+using testing::llama_json;
+using testing::replace_once;
 
 class KvStatePlan : public ::testing::Test {
   protected:

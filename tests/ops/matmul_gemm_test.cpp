@@ -18,6 +18,7 @@ namespace graphrun::ops {
 namespace {
 
 using testing::matmul_quant_prepare;
+using testing::per_token_scalar;
 using testing::QuantMatmul;
 
 constexpr DType kGemmTypes[] = {DType::Q8_0, DType::Q4_0};
@@ -28,19 +29,6 @@ std::vector<SimdLevel> gemm_levels_here() {
     if (cpu_features().avx2) levels.push_back(SimdLevel::Avx2);
     if (cpu_features().avx512) levels.push_back(SimdLevel::Avx512);
     return levels;
-}
-
-// y[t, n] = scalar::vec_dot(W[n], xq[t]) for every output, from the matmul's own quantized xq.
-std::vector<float> per_token_scalar(const QuantMatmul& m, DType wtype, int64_t n_tokens, int64_t n,
-                                    int64_t k) {
-    const QuantTraits& scalar_tr = *quant_traits_at(wtype, SimdLevel::Scalar);
-    const int64_t w_row = row_bytes(wtype, k), xq_row = row_bytes(DType::Q8_0, k);
-    std::vector<float> y(size_t(n_tokens * n));
-    for (int64_t t = 0; t < n_tokens; ++t)
-        for (int64_t r = 0; r < n; ++r)
-            y[size_t(t * n + r)] =
-                scalar_tr.vec_dot(k, m.w.data() + r * w_row, m.scratch.data() + t * xq_row);
-    return y;
 }
 
 TEST(MatmulGemm, TheSimdLevelsHaveAGemmForQ8AndQ4) {

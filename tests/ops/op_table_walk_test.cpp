@@ -21,6 +21,7 @@
 
 #include "harness/op_coverage.h"
 #include "ops/op_table.h"
+#include "tests/common/same_bits.h"
 
 namespace graphrun::testing {
 namespace {
@@ -43,10 +44,6 @@ std::vector<float> values_of(const TestTensor& t) {
         }
     }
     return v;
-}
-
-bool same_bits(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 // "" when what the kernel wrote is within `max_nmse` of what the reference wrote.

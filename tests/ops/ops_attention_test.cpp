@@ -15,6 +15,7 @@
 
 #include "ops/attention.h"
 #include "tests/common/op_test_util.h"
+#include "tests/common/same_bits.h"
 
 namespace graphrun::testing {
 namespace {
@@ -126,12 +127,6 @@ AttentionCase single_token(const AttentionCase& c, int64_t t) {
     one.call.in[4] = i32_tensor({1, width}, std::vector<int32_t>(table + t * width, table + (t + 1) * width));
     one.call.out = output_tensor(DType::F32, {1, qw});
     return one;
-}
-
-// Bitwise equality, which also treats NaN rows (never written, never read) as equal.
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
 bool has_nan(const std::vector<float>& x) {

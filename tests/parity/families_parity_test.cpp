@@ -9,6 +9,7 @@
 
 #include <cstdio>
 
+#include "tests/common/near_tie.h"
 #include "tests/common/parity_util.h"
 #include "tests/common/quantize_test_util.h"
 #include "tests/common/test_models.h"
@@ -16,7 +17,7 @@
 namespace graphrun {
 namespace {
 
-constexpr float kNearTie = 0.02f;
+using testing::kNearTie;
 
 struct FamilyShape {
     const char* name;

@@ -15,12 +15,12 @@
 namespace graphrun::ops {
 namespace {
 
-const std::string kDir = GRAPHRUN_SOURCE_DIR "/../shared/testdata/llamacpp-quantized/";
+const std::string kQuantizedDir = GRAPHRUN_SOURCE_DIR "/../shared/testdata/llamacpp-quantized/";
 
 // Quantizes every tensor of `quantized` stored as `type` from its F32 twin and compares bytes; returns
 // how many tensors were compared. Tensors of other types (F32 norms, the mixes' Q6_K) are skipped.
 int compare_with_llamacpp(const GgufFile& quantized, DType type) {
-    const auto f32 = GgufFile::open(kDir + "rand256-F32.gguf");
+    const auto f32 = GgufFile::open(kQuantizedDir + "rand256-F32.gguf");
     int compared = 0;
     for (const GgufTensor& q : quantized.tensors()) {
         if (q.type != type) continue;
@@ -62,7 +62,7 @@ TEST(QuantLlamaCpp, BlocksEqualLlamaQuantizeInEveryFile) {
         {"rand256-Q6_K.gguf", {{DType::Q6_K, 16}}},
     };
     for (const FileCase& c : cases) {
-        const std::string path = kDir + c.file;
+        const std::string path = kQuantizedDir + c.file;
         if (!std::filesystem::exists(path)) GTEST_SKIP() << "test data missing: " << path << " (../shared)";
         const auto file = GgufFile::open(path);
         for (auto [type, count] : c.tensors)

@@ -11,16 +11,17 @@
 
 #include <cstdio>
 
-#include "tools/lib/quantize_model.h"
 #include "engine/session.h"
+#include "tests/common/near_tie.h"
 #include "tests/common/parity_util.h"
 #include "tests/common/quantize_test_util.h"
 #include "tests/common/test_models.h"
+#include "tools/lib/quantize_model.h"
 
 namespace graphrun {
 namespace {
 
-constexpr float kNearTie = 0.02f;
+using testing::kNearTie;
 
 struct MixCase {
     const char* mix;

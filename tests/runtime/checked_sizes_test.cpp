@@ -8,6 +8,7 @@
 
 #include "graph/plan.h"
 #include "runtime/checked_math.h"
+#include "tests/common/error_of.h"
 
 namespace graphrun {
 namespace {
@@ -16,15 +17,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
+using testing::error_of;
 
 // ---- checked arithmetic ----
 

@@ -1,14 +1,14 @@
 // tests/runtime/special_files_test.cpp — files that are not what they seem: FIFOs that nobody writes,
 // /dev/zero, directories (runtime/bounded_read.h for graph and prompt files; GgufFile for models).
-#include <sys/stat.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
 #include "runtime/bounded_read.h"
 #include "runtime/gguf.h"
+#include "tests/common/error_of.h"
 #include "tests/common/test_models.h"
 
 namespace graphrun {
@@ -17,15 +17,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
+using testing::error_of;
 
 // ---- bounded reads ----
 

@@ -4,19 +4,16 @@
 #include <gtest/gtest.h>
 
 #include "tests/common/server_test_util.h"
+#include "tests/common/spec_texts.h"
 
 namespace graphrun {
 namespace {
 
 using nlohmann::json;
 using testing::expect_error;
+using testing::kRepeated;
 using testing::post_json;
 using testing::TestServer;
-
-const std::string kRepeated =
-    "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n"
-    "And God said, Let there be light: and there was light. And God saw the light, that it was good.\n"
-    "And God said, Let there be light: and there was light. And God saw";
 
 json completion(int64_t seed) {
     json body = {{"prompt", kRepeated}, {"max_tokens", 40}, {"logprobs", 1}};

@@ -21,7 +21,7 @@ using testing::sse_data;
 using testing::TestServer;
 
 // The tools' JSON takes a few hundred of the KJV vocabulary's tokens.
-const testing::BackendSpec kSpec{.parallel = 4, .queue = 16, .n_ctx = 1024};
+const testing::BackendSpec kToolBackend{.parallel = 4, .queue = 16, .n_ctx = 1024};
 
 const json kWeather = {{"type", "function"},
                        {"function",
@@ -102,15 +102,16 @@ void check_required_calls(TestServer& server, int* calls_seen) {
 }
 
 TEST(ServerTools, RequiredCallsValidateOnTheShippedModel) {
-    TestServer server(kSpec);
+    TestServer server(kToolBackend);
     int calls = 0;
     check_required_calls(server, &calls);
     EXPECT_GT(calls, 0) << "no call finished within max_tokens";
 }
 
 TEST(ServerTools, RequiredCallsValidateOnARandomModel) {
-    TestServer server(kSpec, {}, graph::Model::load(testing::random_model_file(
-                                  testing::spec_of(32, 2, 4, 2, 64, 400, 11), "tools_random")));
+    TestServer server(kToolBackend, {},
+                      graph::Model::load(testing::random_model_file(
+                          testing::spec_of(32, 2, 4, 2, 64, 400, 11), "tools_random")));
     int calls = 0;
     check_required_calls(server, &calls);
     std::printf("%d calls of the random model finished within max_tokens\n", calls);
@@ -118,7 +119,7 @@ TEST(ServerTools, RequiredCallsValidateOnARandomModel) {
 
 // The KJV model does not write calls of its own: with "auto" its answer is plain content.
 TEST(ServerTools, AutoWithAModelThatDoesNotCallIsPlainContent) {
-    TestServer server(kSpec);
+    TestServer server(kToolBackend);
     auto c = server.client();
     const json body = {{"messages", {{{"role", "user"}, {"content", "Who made the heaven?"}}}},
                        {"tools", {kWeather}},
@@ -139,7 +140,7 @@ TEST(ServerTools, AutoWithAModelThatDoesNotCallIsPlainContent) {
 // A streamed required call: the role first, one chunk of delta.tool_calls (index, id, type, name,
 // arguments), then finish_reason "tool_calls"; the same calls as the whole answer's (greedy).
 TEST(ServerTools, AStreamedCallAssemblesIntoTheWholeAnswers) {
-    TestServer server(kSpec);
+    TestServer server(kToolBackend);
     auto c = server.client();
     json body = {{"messages", {{{"role", "user"}, {"content", "The time?"}}}},
                  {"tools", {kWeather, kClock}},
@@ -178,7 +179,7 @@ TEST(ServerTools, AStreamedCallAssemblesIntoTheWholeAnswers) {
 
 // The loop's second turn: the call the server made, its result as a tool message, then an answer.
 TEST(ServerTools, ALoopsSecondTurnAnswers) {
-    TestServer server(kSpec);
+    TestServer server(kToolBackend);
     auto c = server.client();
     json messages = {{{"role", "user"}, {"content", "The time?"}}};
     const json first = post_json(c, "/v1/chat/completions",

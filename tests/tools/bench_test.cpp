@@ -25,7 +25,7 @@ std::string tiny_model() {
     return testing::random_model_file(testing::spec_of(32, 2, 4, 2, 64), "bench_tiny");
 }
 
-std::string error_of(const std::vector<std::string>& args) {
+std::string bench_error_of(const std::vector<std::string>& args) {
     try {
         graph::parse_bench_options(args);
     } catch (const std::runtime_error& e) {
@@ -69,19 +69,19 @@ TEST(BenchOptions, ListsRangesAndRepeatsAsLlamaBench) {
 }
 
 TEST(BenchOptions, BadValuesNameTheOptionAndTheValue) {
-    EXPECT_THAT(error_of({"-t", "0"}), HasSubstr("-t: '0' is less than 1"));
-    EXPECT_THAT(error_of({"-p", "12x"}), HasSubstr("-p: '12x' is not a whole number"));
-    EXPECT_THAT(error_of({"-p", "1,,2"}), HasSubstr("-p: '' is not a whole number"));
-    EXPECT_THAT(error_of({"-n", "-4"}), HasSubstr("-n: '-4' is less than 0"));
-    EXPECT_THAT(error_of({"-p", "512-128"}), HasSubstr("-p: range '512-128' ends before it starts"));
-    EXPECT_THAT(error_of({"-p", "1-9+0"}), HasSubstr("never advances"));
-    EXPECT_THAT(error_of({"-p", "0-9*2"}), HasSubstr("never advances"));
-    EXPECT_THAT(error_of({"-r", "0"}), HasSubstr("-r: '0' is not between 1 and 100000"));
-    EXPECT_THAT(error_of({"-o", "xml"}), HasSubstr("-o: 'xml' is not md, json or csv"));
-    EXPECT_THAT(error_of({"-pg", "512"}), HasSubstr("-pg: '512' is not PP,TG"));
-    EXPECT_THAT(error_of({"-d"}), HasSubstr("-d: needs a value"));
-    EXPECT_THAT(error_of({"--frobnicate"}), HasSubstr("--frobnicate: unknown option"));
-    EXPECT_THAT(error_of({"model.gguf"}), HasSubstr("model.gguf: unexpected argument"));
+    EXPECT_THAT(bench_error_of({"-t", "0"}), HasSubstr("-t: '0' is less than 1"));
+    EXPECT_THAT(bench_error_of({"-p", "12x"}), HasSubstr("-p: '12x' is not a whole number"));
+    EXPECT_THAT(bench_error_of({"-p", "1,,2"}), HasSubstr("-p: '' is not a whole number"));
+    EXPECT_THAT(bench_error_of({"-n", "-4"}), HasSubstr("-n: '-4' is less than 0"));
+    EXPECT_THAT(bench_error_of({"-p", "512-128"}), HasSubstr("-p: range '512-128' ends before it starts"));
+    EXPECT_THAT(bench_error_of({"-p", "1-9+0"}), HasSubstr("never advances"));
+    EXPECT_THAT(bench_error_of({"-p", "0-9*2"}), HasSubstr("never advances"));
+    EXPECT_THAT(bench_error_of({"-r", "0"}), HasSubstr("-r: '0' is not between 1 and 100000"));
+    EXPECT_THAT(bench_error_of({"-o", "xml"}), HasSubstr("-o: 'xml' is not md, json or csv"));
+    EXPECT_THAT(bench_error_of({"-pg", "512"}), HasSubstr("-pg: '512' is not PP,TG"));
+    EXPECT_THAT(bench_error_of({"-d"}), HasSubstr("-d: needs a value"));
+    EXPECT_THAT(bench_error_of({"--frobnicate"}), HasSubstr("--frobnicate: unknown option"));
+    EXPECT_THAT(bench_error_of({"model.gguf"}), HasSubstr("model.gguf: unexpected argument"));
 }
 
 TEST(BenchOptions, TestsComeInLlamaBenchsOrder) {

@@ -11,11 +11,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tools/lib/quantize_model.h"
+#include "runtime/text/tokenizer.h"
+#include "tests/common/error_of.h"
 #include "tests/common/parity_util.h"
 #include "tests/common/quantize_test_util.h"
-#include "runtime/text/tokenizer.h"
 #include "tests/common/test_models.h"
+#include "tools/lib/quantize_model.h"
 
 namespace graphrun {
 namespace {
@@ -152,14 +153,7 @@ TEST(Perplexity, QuantizedModelsDivergeFromTheirBaseInOrderOfBits) {
     }
 }
 
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
+using testing::error_of;
 
 TEST(Perplexity, ErrorsNameTheProblem) {
     const std::string path = model_path();

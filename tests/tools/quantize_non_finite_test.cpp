@@ -9,10 +9,11 @@
 #include <filesystem>
 #include <limits>
 
-#include "tools/lib/quantize_model.h"
 #include "runtime/fp16.h"
 #include "runtime/gguf.h"
+#include "tests/common/error_of.h"
 #include "tests/common/test_models.h"
+#include "tools/lib/quantize_model.h"
 
 namespace graphrun {
 namespace {
@@ -20,15 +21,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
+using testing::error_of;
 
 // A copy of `in` with n bytes of tensor `name`, from byte `at`, replaced.
 std::string with_poked_bytes(const std::string& in, const std::string& name, int64_t at, const void* bytes,

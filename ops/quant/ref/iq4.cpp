@@ -18,8 +18,6 @@ namespace graphrun::ops {
 
 namespace {
 
-constexpr float kGroupMaxEps = 1e-15f;
-
 // The index of the level nearest to v (the lower one on a tie), by bisection of the sorted table.
 int nearest_level(float v) {
     const int8_t* values = kIq4nlValues;

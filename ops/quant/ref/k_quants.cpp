@@ -22,8 +22,6 @@ namespace graphrun::ops {
 
 namespace {
 
-constexpr float kGroupMaxEps = 1e-15f;  // a sub-block whose largest |x| is below this is all zero
-
 // Affine fit of n values to levels 0..nmax (ggml's make_qkx2_quants): x_i ~ scale * L_i + min with
 // min <= 0. Starts from the range [min(x, 0), max(x)], then tries nstep + 1 other inverse scales
 // (rmin + rdelta * k + nmax) / range, each solved by weighted least squares for scale and min, and
