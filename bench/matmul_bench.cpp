@@ -8,7 +8,7 @@
 //   scalar   the plain C++ path (the matmul with the type's scalar traits row, matmul_f32's Scalar path)
 //   simd_1t  the path the op table dispatches to, one thread
 //   simd_2t  the same split over weight rows (in groups of 8) by tbb::parallel_for on 2 threads
-//   packed_2t  Q4_0 at the AVX2 level: the weights packed as q4_0x8 (ops/quant/packed.h), split over 8-row
+//   packed_2t  Q4_0 at a level with a packed GEMM (AVX2, AVX-512): the weights packed as q4_0x8 (ops/quant/packed.h), split over 8-row
 //   groups as simd_2t pertoken_1t  for types whose dispatched path is a GEMM (Q8_0, Q4_0 at AVX2): the same
 //   traits row
 //            without it, one vec_dot per (token, row) as before the GEMM, one thread
@@ -108,7 +108,7 @@ void BM_matmul(benchmark::State& state, DType type, int64_t n, int64_t k, int64_
     ops::QuantTraits traits = *ops::quant_traits_at(
         type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
     if (variant == Variant::PerToken1) traits.gemm = nullptr;
-    if (packed) traits.gemm = ops::avx2::gemm_lanes_q4_0x8_q8_0;
+    if (packed) traits.gemm = traits.packed_gemm;
     const ops::QuantTraits& act_traits = *ops::quant_traits_at(
         traits.vec_dot_type, variant == Variant::Scalar ? ops::SimdLevel::Scalar : ops::active_simd_level());
     std::vector<float> x(static_cast<size_t>(n_tokens * k)), y(static_cast<size_t>(n_tokens * n));
@@ -187,8 +187,9 @@ const int registered = [] {
                         ->MinTime(0.1)
                         ->Unit(benchmark::kMillisecond);
                 }
-            // Q4_0 packed at load (AVX2 level), after the shape's other variants: its own weight pool.
-            if (type != DType::Q4_0 || ops::active_simd_level() != ops::SimdLevel::Avx2) continue;
+            // Q4_0 packed at load where the level has its GEMM, after the shape's other variants: its own
+            // weight pool.
+            if (type != DType::Q4_0 || !ops::quant_traits(DType::Q4_0)->packed_gemm) continue;
             for (int64_t t : token_counts) {
                 const std::string name = "matmul/q4_0/" + std::to_string(n) + "x" + std::to_string(k) + "/T" +
                                          std::to_string(t) + "/packed_2t";

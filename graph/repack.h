@@ -2,7 +2,7 @@
 //
 // A matmul weight whose type has a packed layout (QuantTraits::packed_layout; Q4_0 as q4_0x8,
 // ops/quant/packed.h) gets a copy of its rows in that layout, once per loaded model, where this CPU's
-// level has a GEMM for it (AVX2; the AVX-512 level keeps its own GEMM on the rows as stored). Plans at
+// level has a GEMM for it (the AVX2 and AVX-512 lanes GEMMs). Plans at
 // that level read the copy (the dump says `weight(q4_0x8)` and counts "weights repacked"), plans at
 // any other level the mapping; both give the same bits, since the packed GEMM computes every output as
 // the scalar vec_dot does. The mapped pages of a repacked weight are released, so the model takes

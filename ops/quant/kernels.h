@@ -120,6 +120,9 @@ namespace avx512 {
 // 1-8 tokens. They read GemmArgs::x_group_sums (the zero point of the unsigned weights).
 void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
+// The same on Q4_0 packed at load (q4_0x8, read as two groups of 8 rows; N % 8 == 0, row ranges start
+// at multiples of 8): the same bits, no transposition.
+void gemm_lanes_q4_0x8_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end);
 }  // namespace avx512
 
 // The matmul op's row loop (ops/matmul_quant.cpp) with a given traits row, whose gemm (or, without

@@ -93,7 +93,7 @@ const TypeRow kRows[] = {
      .matmul_kernel = "matmul_q4_0",
      .gemm = {.avx2 = avx2::gemm_lanes_q4_0_q8_0, .avx512 = avx512::gemm_lanes_q4_0_q8_0},
      .gemm_group_sums = true,
-     .packed_gemm = {.avx2 = avx2::gemm_lanes_q4_0x8_q8_0},
+     .packed_gemm = {.avx2 = avx2::gemm_lanes_q4_0x8_q8_0, .avx512 = avx512::gemm_lanes_q4_0x8_q8_0},
      .pack = pack_q4_0x8,
      .unpack = unpack_q4_0x8,
      .packed_layout = "q4_0x8",

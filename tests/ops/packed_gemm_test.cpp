@@ -1,6 +1,6 @@
 // tests/ops/packed_gemm_test.cpp — Q4_0 packed at load (ops/quant/packed.h: q4_0x8): packing then unpacking
-// gives the rows back byte for byte, and the AVX2 lanes GEMM on the packed rows gives every output the
-// bits of scalar::vec_dot on the rows as stored, for 1..37 tokens, K across the staged chunks and row
+// gives the rows back byte for byte, and the lanes GEMMs (AVX2, AVX-512) on the packed rows give every output
+// the bits of scalar::vec_dot on the rows as stored, for 1..37 tokens, K across the staged chunks and row
 // ranges cut at multiples of 8; and the op's plain reference reads packed rows as the rows they hold.
 #include <gtest/gtest.h>
 
@@ -35,13 +35,20 @@ TEST(PackedQ4_0x8, PackingThenUnpackingGivesTheRowsBack) {
     EXPECT_EQ(std::memcmp(block + kQ4_0x8QuantOffset + 32 * 2 + 4 * 3, stored + 2 + 8, 4), 0);
 }
 
-TEST(PackedQ4_0x8, TheGemmOnPackedRowsGivesTheScalarDotsBits) {
-    if (!cpu_features().avx2) GTEST_SKIP() << "this CPU has no AVX2";
-    QuantTraits packed_tr = *quant_traits_at(DType::Q4_0, SimdLevel::Avx2);
-    packed_tr.gemm = avx2::gemm_lanes_q4_0x8_q8_0;
+// At each level with a packed GEMM (AVX2: 8 rows a register; AVX-512: two groups, 16 rows).
+class PackedGemm : public ::testing::TestWithParam<SimdLevel> {};
+
+TEST_P(PackedGemm, OnPackedRowsGivesTheScalarDotsBits) {
+    const SimdLevel level = GetParam();
+    if (!(level == SimdLevel::Avx2 ? cpu_features().avx2 : cpu_features().avx512))
+        GTEST_SKIP() << "this CPU has no " << simd_level_name(level);
+    QuantTraits packed_tr = *quant_traits_at(DType::Q4_0, level);
+    ASSERT_NE(packed_tr.packed_gemm, nullptr) << simd_level_name(level);
+    packed_tr.gemm = packed_tr.packed_gemm;
     const QuantTraits& scalar_tr = *quant_traits_at(DType::Q4_0, SimdLevel::Scalar);
     int checked = 0;
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{8, 32}, {16, 7 * 32}, {40, 9 * 32}, {24, 70 * 32}}) {
+    for (auto [n, k] :
+         {std::pair<int64_t, int64_t>{8, 32}, {16, 7 * 32}, {40, 9 * 32}, {32, 3 * 32}, {24, 70 * 32}}) {
         const auto wf = testing::random_values(size_t(n * k), testing::Dist::Normal, uint32_t(n * 7 + k));
         for (int64_t n_tokens = 1; n_tokens <= 37; n_tokens += (k > 1000 ? 4 : 1)) {
             const auto xf = testing::random_values(size_t(n_tokens * k), testing::Dist::StudentT3,
@@ -57,16 +64,20 @@ TEST(PackedQ4_0x8, TheGemmOnPackedRowsGivesTheScalarDotsBits) {
             std::vector<uint8_t> packed(m.w.size());
             pack_q4_0x8(m.w.data(), packed.data(), n, k);
             m.args.in[1].data = packed.data();
-            const int64_t cut = n > 8 ? 8 : n;  // two ranges, the second starting at a group
+            // Two ranges, the second starting at a group of 8 (AVX-512: a range of 8 rows, then pairs).
+            const int64_t cut = n > 8 ? 8 : n;
             matmul_quant_run_with(m.args, 0, cut, packed_tr);
             if (cut < n) matmul_quant_run_with(m.args, cut, n, packed_tr);
             ASSERT_EQ(std::memcmp(m.y.data(), want.data(), want.size() * sizeof(float)), 0)
-                << "tokens " << n_tokens << " N " << n << " K " << k;
+                << simd_level_name(level) << " tokens " << n_tokens << " N " << n << " K " << k;
             ++checked;
         }
     }
     EXPECT_GT(checked, 80);
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, PackedGemm, ::testing::Values(SimdLevel::Avx2, SimdLevel::Avx512),
+                         [](const auto& info) { return std::string(simd_level_name(info.param)); });
 
 // matmul_quant_reference on a weight marked packed (TensorRef::packed) unpacks it first: its outputs are
 // the bits of the reference on the rows as stored, which a test against the packed GEMM relies on.

@@ -24,10 +24,15 @@
 // back is the same float). Decode, calls of up to 8 tokens and the tokens past the last group of 4: each
 // block of 16 rows is transposed in registers and used at once by all of them, the next group's rows
 // fetched meanwhile when the call is all decode-like (memory-bound). The kernel allocates nothing.
+//
+// Q4_0 repacked at load (q4_0x8, ops/quant/packed.h) is read as two groups of 8 rows: each block's step
+// vectors are the two groups' 32-byte vectors side by side, loaded as they lie, and its scales their two
+// rows of 8 fp16; nothing is transposed, and the values, hence the bits, are those of the rows as stored.
 #include <algorithm>
 #include <cstring>
 
 #include "ops/quant/kernels.h"
+#include "ops/quant/packed.h"
 #include "ops/simd.h"
 
 namespace graphrun::ops {
@@ -65,6 +70,7 @@ GR_AVX512 inline void transpose4(const __m512i p[4], __m512i u[4]) {
 struct Q4Lanes {
     using Block = block_q4_0;
     static constexpr int kZeroPoint = 8;
+    static constexpr bool kPacked = false;
     // Byte i of a Q4_0 block holds weight i (low nibble) and weight i + 16 (high nibble): dword s of the
     // packed bytes gives the weights of steps s (low) and s + 4 (high).
     GR_AVX512 static void transpose(const block_q4_0* const w[kRows], int64_t b, __m512i v[kSteps]) {
@@ -82,6 +88,7 @@ struct Q4Lanes {
 struct Q8Lanes {
     using Block = block_q8_0;
     static constexpr int kZeroPoint = 128;
+    static constexpr bool kPacked = false;
     GR_AVX512 static void transpose(const block_q8_0* const w[kRows], int64_t b, __m512i v[kSteps]) {
         __m512i p[4];
         for (int r = 0; r < 4; ++r) p[r] = load_rows4(w, r, b, 0);
@@ -101,10 +108,65 @@ GR_AVX512 inline __m512 row_scales16(const Block* const w[kRows], int64_t b) {
     return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d)));
 }
 
+// Q4_0 packed at load: the arithmetic of Q4Lanes on bytes laid out as its transposition leaves them.
+struct Q4x8Lanes {
+    using Block = block_q4_0;
+    static constexpr int kZeroPoint = 8;
+    static constexpr bool kPacked = true;
+};
+
+// 16 rows: as stored, rows[r] is row r (rows past the range repeat a valid row, computed, not stored);
+// packed, rows[0] and rows[1] are the first bytes of the two groups of 8 (the first again for a range
+// of 8 rows).
 struct Group {
-    const uint8_t* rows[kRows];  // rows past the range repeat a valid row (computed, not stored)
+    const uint8_t* rows[kRows];
     int n_rows;
     int64_t row0;
+};
+
+// The group of 16 rows at row r0 of W (rows [r0, row_end) of the call's range).
+template <typename L>
+GR_AVX512 inline Group make_group(const uint8_t* w, int64_t row_bytes, int64_t r0, int64_t row_end) {
+    Group g{.rows = {}, .n_rows = int(std::min<int64_t>(kRows, row_end - r0)), .row0 = r0};
+    if constexpr (L::kPacked) {
+        g.rows[0] = w + r0 * row_bytes;
+        g.rows[1] = w + (r0 + (g.n_rows > kQ4_0x8Rows ? kQ4_0x8Rows : 0)) * row_bytes;
+    } else {
+        for (int r = 0; r < kRows; ++r) g.rows[r] = w + (r0 + std::min(r, g.n_rows - 1)) * row_bytes;
+    }
+    return g;
+}
+
+// q4_0x8 read as two groups of 8 rows: block b of each is 144 bytes, the 8 scales and then the 4 vectors
+// u[s] that Q4Lanes::transpose builds for 8 rows; lanes() puts the two groups' vectors side by side.
+struct Q4x8PairView {
+    GR_AVX512 static const uint8_t* block(const Group& g, int half, int64_t b) {
+        return g.rows[half] + b * kQ4_0x8BlockBytes;
+    }
+    GR_AVX512 static void lanes(const Group& g, int64_t b, __m512i v[kSteps]) {
+        const uint8_t* q0 = block(g, 0, b) + kQ4_0x8QuantOffset;
+        const uint8_t* q1 = block(g, 1, b) + kQ4_0x8QuantOffset;
+        const __m512i low = _mm512_set1_epi8(0x0f);
+        for (int s = 0; s < 4; ++s) {
+            const __m256i u0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q0 + 32 * s));
+            const __m256i u1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q1 + 32 * s));
+            const __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(u0), u1, 1);
+            v[s] = _mm512_and_si512(u, low);
+            v[s + 4] = _mm512_and_si512(_mm512_srli_epi16(u, 4), low);
+        }
+    }
+    GR_AVX512 static __m512 scales(const Group& g, int64_t b) {
+        const __m128i d0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block(g, 0, b)));
+        const __m128i d1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block(g, 1, b)));
+        return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(d0), d1, 1));
+    }
+    // Each group's 3 lines of block b in the groups `next` bytes on.
+    GR_AVX512 static void prefetch(const Group& g, int64_t b, int64_t next) {
+        for (int half = 0; half < 2; ++half) {
+            const char* p = reinterpret_cast<const char*>(block(g, half, b)) + next;
+            for (int line = 0; line < 3; ++line) _mm_prefetch(p + 64 * line, _MM_HINT_T0);
+        }
+    }
 };
 
 GR_AVX512 inline void store_rows(const GemmArgs& a, const Group& g, int64_t t, __m512 acc) {
@@ -169,12 +231,19 @@ GR_AVX512 void group_few_tokens(const GemmArgs& a, const Group& g, int64_t t0, b
     __m512 acc[NT];
     for (int i = 0; i < NT; ++i) acc[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        if (next && (b & 1) == 0)
-            for (int r = 0; r < kRows; ++r)
-                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
         __m512i v[kSteps];
-        L::transpose(w, b, v);
-        const __m512 dw_b = row_scales16(w, b);
+        __m512 dw_b;
+        if constexpr (L::kPacked) {
+            if (next) Q4x8PairView::prefetch(g, b, next);
+            Q4x8PairView::lanes(g, b, v);
+            dw_b = Q4x8PairView::scales(g, b);
+        } else {
+            if (next && (b & 1) == 0)
+                for (int r = 0; r < kRows; ++r)
+                    _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + next, _MM_HINT_T0);
+            L::transpose(w, b, v);
+            dw_b = row_scales16(w, b);
+        }
         for (int i = 0; i < NT; ++i)
             acc[i] = add_block<L>(acc[i], v, dw_b, x[i][b], a.x_group_sums[(t0 + i) * nb + b], f16);
     }
@@ -187,8 +256,7 @@ GR_AVX512 void gemm_few_tokens(const GemmArgs& a, int64_t t0, int64_t n, int64_t
                                bool prefetch) {
     const auto* w = static_cast<const uint8_t*>(a.w);
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
-        Group g{.rows = {}, .n_rows = int(std::min<int64_t>(kRows, row_end - r0)), .row0 = r0};
-        for (int r = 0; r < kRows; ++r) g.rows[r] = w + (r0 + std::min(r, g.n_rows - 1)) * a.w_row_bytes;
+        const Group g = make_group<L>(w, a.w_row_bytes, r0, row_end);
         const bool prefetch_next = prefetch && r0 + kRows < row_end;
         switch (n) {
             case 1:
@@ -227,15 +295,19 @@ GR_AVX512 void gemm_tokens(const GemmArgs& a, int64_t n_tokens, int64_t row_begi
     const int64_t nb = a.k / kQK;
     const auto* w = static_cast<const uint8_t*>(a.w);
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
-        Group g{.rows = {}, .n_rows = int(std::min<int64_t>(kRows, row_end - r0)), .row0 = r0};
-        for (int r = 0; r < kRows; ++r) g.rows[r] = w + (r0 + std::min(r, g.n_rows - 1)) * a.w_row_bytes;
+        const Group g = make_group<L>(w, a.w_row_bytes, r0, row_end);
         const typename L::Block* rows[kRows];
         for (int r = 0; r < kRows; ++r) rows[r] = reinterpret_cast<const typename L::Block*>(g.rows[r]);
         for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
             const int64_t b1 = std::min<int64_t>(nb, b0 + kChunk);
             for (int64_t b = b0; b < b1; ++b) {
-                L::transpose(rows, b, lanes + (b - b0) * kSteps);
-                _mm512_store_ps(dw + (b - b0) * kRows, row_scales16(rows, b));
+                if constexpr (L::kPacked) {
+                    Q4x8PairView::lanes(g, b, lanes + (b - b0) * kSteps);
+                    _mm512_store_ps(dw + (b - b0) * kRows, Q4x8PairView::scales(g, b));
+                } else {
+                    L::transpose(rows, b, lanes + (b - b0) * kSteps);
+                    _mm512_store_ps(dw + (b - b0) * kRows, row_scales16(rows, b));
+                }
             }
             for (int64_t t = 0; t < n_tokens; t += kTokens) group_tokens<L>(a, g, t, b0, b1, lanes, dw);
         }
@@ -260,6 +332,9 @@ void gemm_lanes_q8_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_e
 }
 void gemm_lanes_q4_0_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
     gemm<Q4Lanes>(args, row_begin, row_end);
+}
+void gemm_lanes_q4_0x8_q8_0(const GemmArgs& args, int64_t row_begin, int64_t row_end) {
+    gemm<Q4x8Lanes>(args, row_begin, row_end);
 }
 
 }  // namespace avx512
