@@ -12,6 +12,7 @@
 #include "graph/limits.h"
 #include "graph/plan.h"
 #include "engine/session.h"
+#include "tests/common/error_of.h"
 #include "tests/common/graph_test_util.h"
 #include "tests/common/test_models.h"
 
@@ -219,15 +220,7 @@ TEST(ArenaPlacement, ManyTensorsAliveAtOnce) {
 
 // ---- plan ceilings ----
 
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "<no error>";
-}
+using testing::error_of;
 
 TEST(PlanLimits, BatchAndContextAboveTheCeilingsAreRefused) {
     auto model = graph::Model::load(testing::random_model_file(testing::spec_of(16, 1, 4, 2, 48), "limits_tiny"));
